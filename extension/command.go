@@ -1,0 +1,20 @@
+package extension
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/xk6-regime/xk6-regime/internal/detectcli"
+	"go.k6.io/k6/v2/cmd/state"
+)
+
+// newCommand builds `k6 x regime`, the offline tools of the extension.
+func newCommand(gs *state.GlobalState) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "regime",
+		Short: "Steady-state tools of xk6-regime",
+		Long: "Offline tools of xk6-regime: replay measurement series through the same " +
+			"steady-state detector the k6/x/regime module runs online.",
+		SilenceUsage: true,
+	}
+	root.AddCommand(detectcli.NewCommand(gs.Stdout, gs.Stderr))
+	return root
+}

@@ -1,0 +1,244 @@
+package extension
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/xk6-regime/xk6-regime/detector"
+)
+
+// Tagging modes: how iterations get their regime tag.
+const (
+	taggingAuto = "auto" // every iteration, from the hook k6 calls at each iteration start
+	taggingWrap = "wrap" // only iterations of functions passed through regime.wrap()
+	taggingOff  = "off"  // no tag; detection and summary still run
+)
+
+// Detection scopes: which samples feed one detector.
+const (
+	scopeScenario = "scenario" // one detector per scenario
+	scopeEndpoint = "endpoint" // one detector per scenario x endpoint tag value
+)
+
+// Detection inputs.
+const (
+	inputIteration = "iteration" // iteration_duration of every full iteration (default)
+	inputRequest   = "request"   // http_req_duration and grpc_req_duration (implied by scope endpoint)
+	inputObserve   = "observe"   // only values passed to regime.observe()
+)
+
+var (
+	validTagging = []string{taggingAuto, taggingWrap, taggingOff}
+	validScopes  = []string{scopeScenario, scopeEndpoint}
+	validInputs  = []string{inputIteration, inputRequest, inputObserve}
+)
+
+// scenarioConfig is the detection set-up of one scenario.
+type scenarioConfig struct {
+	Scope       string          `json:"scope"`
+	Input       string          `json:"input"`
+	EndpointTag string          `json:"endpointTag"`
+	Detector    detector.Config `json:"detector"`
+}
+
+// config is everything regime.configure() accepts. It is immutable once the
+// first VU's init context has set it.
+type config struct {
+	Tagging   string                    `json:"tagging"`
+	Defaults  scenarioConfig            `json:"-"`
+	Scenarios map[string]scenarioConfig `json:"-"`
+	// names of the scenarios the script declares, from options.scenarios
+	// (just "default" when it declares none).
+	Declared []string `json:"-"`
+}
+
+func defaultScenarioConfig() scenarioConfig {
+	return scenarioConfig{
+		Scope:       scopeScenario,
+		Input:       inputIteration,
+		EndpointTag: "endpoint",
+		Detector:    detector.DefaultConfig(),
+	}
+}
+
+func defaultConfig() *config {
+	return &config{Tagging: taggingAuto, Defaults: defaultScenarioConfig()}
+}
+
+// forScenario returns the configuration of the named scenario.
+func (c *config) forScenario(name string) scenarioConfig {
+	if sc, ok := c.Scenarios[name]; ok {
+		return sc
+	}
+	return c.Defaults
+}
+
+// rawConfig is the JSON shape of the second argument of regime.configure().
+type rawConfig struct {
+	Tagging     *string                    `json:"tagging"`
+	Scope       *string                    `json:"scope"`
+	Input       *string                    `json:"input"`
+	EndpointTag *string                    `json:"endpointTag"`
+	Detector    json.RawMessage            `json:"detector"`
+	Scenarios   map[string]json.RawMessage `json:"scenarios"`
+}
+
+type rawScenario struct {
+	Scope       *string         `json:"scope"`
+	Input       *string         `json:"input"`
+	EndpointTag *string         `json:"endpointTag"`
+	Detector    json.RawMessage `json:"detector"`
+}
+
+// parseConfig builds and validates a configuration from the script's
+// options (for the scenario names) and the regime settings, both given as
+// JSON. It reports every problem at once, each naming the option.
+func parseConfig(optionsJSON, settingsJSON []byte) (*config, error) {
+	cfg := defaultConfig()
+	var errs []error
+
+	declared, err := declaredScenarios(optionsJSON)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Declared = declared
+
+	var raw rawConfig
+	if len(bytes.TrimSpace(settingsJSON)) > 0 && string(bytes.TrimSpace(settingsJSON)) != "null" {
+		if err := strictUnmarshal(settingsJSON, &raw); err != nil {
+			return nil, fmt.Errorf("regime.configure: %w", err)
+		}
+	}
+	if raw.Tagging != nil {
+		cfg.Tagging = *raw.Tagging
+		if !contains(validTagging, cfg.Tagging) {
+			errs = append(errs, fmt.Errorf("option 'tagging' is %q; valid values: %s",
+				cfg.Tagging, strings.Join(validTagging, ", ")))
+		}
+	}
+	errs = append(errs, applyScenario(&cfg.Defaults, "",
+		rawScenario{Scope: raw.Scope, Input: raw.Input, EndpointTag: raw.EndpointTag, Detector: raw.Detector})...)
+
+	names := make([]string, 0, len(raw.Scenarios))
+	for name := range raw.Scenarios {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !contains(declared, name) {
+			errs = append(errs, fmt.Errorf("option 'scenarios.%s': no such scenario in options.scenarios; valid names: %s",
+				name, strings.Join(declared, ", ")))
+			continue
+		}
+		var rs rawScenario
+		if err := strictUnmarshal(raw.Scenarios[name], &rs); err != nil {
+			errs = append(errs, fmt.Errorf("option 'scenarios.%s': %w", name, err))
+			continue
+		}
+		sc := cfg.Defaults
+		errs = append(errs, applyScenario(&sc, "scenarios."+name+".", rs)...)
+		if cfg.Scenarios == nil {
+			cfg.Scenarios = make(map[string]scenarioConfig)
+		}
+		cfg.Scenarios[name] = sc
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("regime.configure: invalid settings:\n  %w", joinErrors(errs))
+	}
+	return cfg, nil
+}
+
+func applyScenario(sc *scenarioConfig, prefix string, rs rawScenario) []error {
+	var errs []error
+	if rs.Scope != nil {
+		sc.Scope = *rs.Scope
+	}
+	if rs.Input != nil {
+		sc.Input = *rs.Input
+	}
+	if rs.EndpointTag != nil {
+		sc.EndpointTag = *rs.EndpointTag
+	}
+	if !contains(validScopes, sc.Scope) {
+		errs = append(errs, fmt.Errorf("option '%sscope' is %q; valid values: %s",
+			prefix, sc.Scope, strings.Join(validScopes, ", ")))
+	}
+	if !contains(validInputs, sc.Input) {
+		errs = append(errs, fmt.Errorf("option '%sinput' is %q; valid values: %s",
+			prefix, sc.Input, strings.Join(validInputs, ", ")))
+	}
+	if sc.Scope == scopeEndpoint && sc.Input == inputIteration {
+		// an endpoint detector can only learn from that endpoint's requests
+		sc.Input = inputRequest
+	}
+	if sc.Scope == scopeScenario && sc.Input == inputRequest {
+		errs = append(errs, fmt.Errorf("option '%sinput' is %q, which needs '%sscope' to be %q",
+			prefix, inputRequest, prefix, scopeEndpoint))
+	}
+	if sc.EndpointTag == "" {
+		errs = append(errs, fmt.Errorf("option '%sendpointTag' is empty; give the name of the tag that names endpoints", prefix))
+	}
+	if len(bytes.TrimSpace(rs.Detector)) > 0 && string(bytes.TrimSpace(rs.Detector)) != "null" {
+		if err := strictUnmarshal(rs.Detector, &sc.Detector); err != nil {
+			errs = append(errs, fmt.Errorf("option '%sdetector': %w", prefix, err))
+		}
+	}
+	for _, err := range sc.Detector.Validate() {
+		errs = append(errs, fmt.Errorf("option '%sdetector': %w", prefix, err))
+	}
+	return errs
+}
+
+// declaredScenarios returns the scenario names of a k6 options object.
+func declaredScenarios(optionsJSON []byte) ([]string, error) {
+	if len(bytes.TrimSpace(optionsJSON)) == 0 || string(bytes.TrimSpace(optionsJSON)) == "null" {
+		return []string{"default"}, nil
+	}
+	var opts struct {
+		Scenarios map[string]json.RawMessage `json:"scenarios"`
+	}
+	if err := json.Unmarshal(optionsJSON, &opts); err != nil {
+		return nil, fmt.Errorf("regime.configure: the first argument must be the script's options object: %w", err)
+	}
+	if len(opts.Scenarios) == 0 {
+		return []string{"default"}, nil
+	}
+	names := make([]string, 0, len(opts.Scenarios))
+	for name := range opts.Scenarios {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// strictUnmarshal decodes JSON and rejects unknown keys, like k6's own
+// option parsing.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+func joinErrors(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "\n  "))
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,289 @@
+package extension
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/grafana/sobek"
+	"github.com/xk6-regime/xk6-regime/detector"
+	"go.k6.io/k6/v2/js/common"
+	"go.k6.io/k6/v2/js/modules"
+	"go.k6.io/k6/v2/lib"
+	"go.k6.io/k6/v2/metrics"
+)
+
+// rootModule is the k6/x/regime module; one per process, sharing the run
+// state between every VU and the handleSummary runtime.
+type rootModule struct {
+	rs *runState
+
+	cfgMu   sync.Mutex
+	cfgJSON string // settings of the first regime.configure() call
+}
+
+var _ modules.Module = (*rootModule)(nil)
+
+func newRootModule() *rootModule { return &rootModule{rs: newRunState()} }
+
+// moduleInstance is the module as seen by one VU (one JS runtime). It is
+// used only from that VU's goroutine.
+type moduleInstance struct {
+	root *rootModule
+	rs   *runState
+	vu   modules.VU
+
+	iterValue sobek.Value // what the script reads as __ITER
+
+	// fast path of the iteration hook: nothing to do while the VU's tag set
+	// and its scenario's regime are what they were at the last tagging.
+	lastTags   *metrics.TagSet
+	st         *scenarioState
+	lastRegime int32
+}
+
+var _ modules.Instance = (*moduleInstance)(nil)
+
+// NewModuleInstance is called by k6 for every JS runtime that imports
+// k6/x/regime: the init runtime, each VU, handleSummary's.
+func (r *rootModule) NewModuleInstance(vu modules.VU) modules.Instance {
+	mi := &moduleInstance{root: r, rs: r.rs, vu: vu, iterValue: sobek.Undefined()}
+	if env := vu.InitEnv(); env != nil {
+		if err := r.rs.install(env.Registry, env.Logger, vu.Events()); err != nil {
+			common.Throw(vu.Runtime(), err)
+		}
+	}
+	if err := mi.installIterationHook(); err != nil {
+		common.Throw(vu.Runtime(), err)
+	}
+	return mi
+}
+
+// Exports lists the JS API; the default export holds the same functions.
+func (mi *moduleInstance) Exports() modules.Exports {
+	named := map[string]any{
+		"configure": mi.configure,
+		"wrap":      mi.wrap,
+		"observe":   mi.observe,
+		"current":   mi.current,
+		"summary":   mi.summary,
+	}
+	return modules.Exports{Default: named, Named: named}
+}
+
+// installIterationHook turns the global __ITER into an accessor. k6 assigns
+// __ITER with Runtime.Set on the VU's goroutine right before every
+// iteration (before the IterStart event and before the iteration function
+// runs), so its setter is a synchronous per-iteration hook that costs one
+// native call: no goroutine hand-off, unlike an IterStart subscription.
+// Scripts still read __ITER as before.
+func (mi *moduleInstance) installIterationHook() error {
+	rt := mi.vu.Runtime()
+	if v := rt.GlobalObject().Get("__ITER"); v != nil {
+		mi.iterValue = v
+	}
+	getter := rt.ToValue(func(sobek.FunctionCall) sobek.Value { return mi.iterValue })
+	setter := rt.ToValue(func(call sobek.FunctionCall) sobek.Value {
+		mi.iterValue = call.Argument(0)
+		mi.iterationStart(false)
+		return sobek.Undefined()
+	})
+	if err := rt.GlobalObject().DefineAccessorProperty("__ITER", getter, setter, sobek.FLAG_TRUE, sobek.FLAG_TRUE); err != nil {
+		return fmt.Errorf("k6/x/regime: cannot install the iteration hook: %w", err)
+	}
+	return nil
+}
+
+// iterationStart runs at the start of each iteration of this VU: from the
+// __ITER hook (fromWrap false) or from a function made by regime.wrap().
+func (mi *moduleInstance) iterationStart(fromWrap bool) {
+	state := mi.vu.State()
+	if state == nil {
+		return
+	}
+	rs := mi.rs
+	if rs.pending.Load() {
+		rs.flushPending(state.Samples)
+	}
+	switch rs.cfg.Load().Tagging {
+	case taggingAuto:
+		if fromWrap {
+			return // the hook has tagged this iteration already
+		}
+	case taggingWrap:
+		if !fromWrap {
+			return
+		}
+	default:
+		return
+	}
+	cur := state.Tags.GetCurrentValues().Tags
+	if cur == mi.lastTags && mi.st != nil && mi.st.regime.Load() == mi.lastRegime {
+		return
+	}
+	mi.tag(state, cur)
+}
+
+// tag sets the regime tag of the VU to its scenario's current regime: the
+// slow path, taken when the regime changes or k6 reset the VU's tags (it
+// does when a scenario activates the VU).
+func (mi *moduleInstance) tag(state *lib.State, cur *metrics.TagSet) {
+	ss := lib.GetScenarioState(mi.vu.Context())
+	if ss == nil {
+		return
+	}
+	st := mi.rs.scenario(ss.Name)
+	mi.rs.noteVU(state, st, ss, cur)
+	r := st.regime.Load()
+	state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.SetTag(regimeTag, detector.Regime(r).String()) })
+	mi.lastTags = state.Tags.GetCurrentValues().Tags
+	mi.st, mi.lastRegime = st, r
+}
+
+// noteVU records, from a VU in a scenario, what the extension needs later:
+// k6's samples channel, the scenario names and start, and the scenario's tags.
+func (rs *runState) noteVU(state *lib.State, st *scenarioState, ss *lib.ScenarioState, cur *metrics.TagSet) {
+	if rs.samples.Load() == nil {
+		ch := state.Samples
+		if rs.samples.CompareAndSwap(nil, &ch) {
+			rs.mu.Lock()
+			for name := range state.Options.Scenarios {
+				rs.optionSc = append(rs.optionSc, name)
+			}
+			rs.mu.Unlock()
+		}
+	}
+	st.mu.Lock()
+	if st.start.IsZero() {
+		st.start = ss.StartTime
+	}
+	if st.baseTags == nil {
+		tags := cur
+		for _, k := range []string{"vu", "iter", "group", regimeTag} {
+			tags = tags.Without(k)
+		}
+		st.baseTags = tags
+	}
+	st.mu.Unlock()
+}
+
+// configure(options, settings) validates and installs the detection
+// settings. It must run in the init context, where a bad setting stops k6
+// before the test starts.
+func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) error {
+	if mi.vu.State() != nil {
+		return errors.New("regime.configure() must be called in the init context (top level of the script)")
+	}
+	optJSON, err := exportJSON(options)
+	if err != nil {
+		return fmt.Errorf("regime.configure: options: %w", err)
+	}
+	setJSON, err := exportJSON(settings)
+	if err != nil {
+		return fmt.Errorf("regime.configure: settings: %w", err)
+	}
+	key := string(optJSON) + "\x00" + string(setJSON)
+	mi.root.cfgMu.Lock()
+	defer mi.root.cfgMu.Unlock()
+	if mi.root.cfgJSON != "" {
+		if mi.root.cfgJSON != key {
+			return errors.New("regime.configure() was called with different settings in another VU; call it once, at the top level")
+		}
+		return nil
+	}
+	cfg, err := parseConfig(optJSON, setJSON)
+	if err != nil {
+		return err
+	}
+	if err := mi.rs.setConfig(cfg); err != nil {
+		return err
+	}
+	mi.root.cfgJSON = key
+	return nil
+}
+
+func exportJSON(v sobek.Value) ([]byte, error) {
+	if v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
+		return nil, nil
+	}
+	return json.Marshal(v.Export())
+}
+
+// wrap(fn) returns fn with the regime tag set at each call: the tagging
+// path for scripts configured with tagging: 'wrap'.
+func (mi *moduleInstance) wrap(fn sobek.Value) (sobek.Value, error) {
+	callable, ok := sobek.AssertFunction(fn)
+	if !ok {
+		return nil, fmt.Errorf("regime.wrap: expected a function, got %s", describe(fn))
+	}
+	rt := mi.vu.Runtime()
+	return rt.ToValue(func(call sobek.FunctionCall) sobek.Value {
+		mi.iterationStart(true)
+		v, err := callable(call.This, call.Arguments...)
+		if err != nil {
+			var ex *sobek.Exception
+			if errors.As(err, &ex) {
+				panic(ex)
+			}
+			common.Throw(rt, err)
+		}
+		return v
+	}), nil
+}
+
+// observe(value) feeds one measurement to the detector of the VU's
+// scenario, for scenarios configured with input: 'observe'.
+func (mi *moduleInstance) observe(value float64) error {
+	state := mi.vu.State()
+	if state == nil {
+		return errors.New("regime.observe() can only be called while a VU runs an iteration, not in the init context")
+	}
+	if math.IsNaN(value) || math.IsInf(value, 0) || value <= 0 {
+		return fmt.Errorf("regime.observe: value must be a finite number > 0, got %v", value)
+	}
+	ss := lib.GetScenarioState(mi.vu.Context())
+	if ss == nil {
+		return errors.New("regime.observe: no scenario is running")
+	}
+	st := mi.rs.scenario(ss.Name)
+	if st.cfg.Input != inputObserve {
+		return fmt.Errorf("regime.observe: scenario %q learns from input %q; configure it with input: %q to feed it values",
+			ss.Name, st.cfg.Input, inputObserve)
+	}
+	st.mu.Lock()
+	st.observe("", time.Now(), value, mi.rs.onTransition(st))
+	pending := st.coldCount != st.coldPushed
+	st.mu.Unlock()
+	if pending {
+		mi.rs.pending.Store(true)
+	}
+	return nil
+}
+
+// current returns the regime tag of the VU's running iteration.
+func (mi *moduleInstance) current() (string, error) {
+	state := mi.vu.State()
+	if state == nil {
+		return "", errors.New("regime.current() can only be called while a VU runs an iteration")
+	}
+	v, _ := state.Tags.GetCurrentValues().Tags.Get(regimeTag)
+	return v, nil
+}
+
+// summary returns what the detectors found, per scenario, for handleSummary.
+func (mi *moduleInstance) summary() map[string]any {
+	return mi.rs.summary()
+}
+
+func describe(v sobek.Value) string {
+	if v == nil || sobek.IsUndefined(v) {
+		return "undefined"
+	}
+	if sobek.IsNull(v) {
+		return "null"
+	}
+	return fmt.Sprintf("%s %q", v.ExportType(), v.String())
+}

@@ -1,0 +1,14 @@
+// Package extension is the k6 side of xk6-regime: the k6/x/regime JS
+// module (per-iteration regime tags, steady-state detection, summary) and
+// the `k6 x regime` subcommand (detect, offline).
+package extension
+
+import (
+	"go.k6.io/k6/v2/js/modules"
+	"go.k6.io/k6/v2/subcommand"
+)
+
+func init() {
+	modules.Register("k6/x/regime", newRootModule())
+	subcommand.RegisterExtension("regime", newCommand)
+}

@@ -1,0 +1,508 @@
+package extension
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/xk6-regime/xk6-regime/detector"
+	"go.k6.io/k6/v2/js/common"
+	"go.k6.io/k6/v2/metrics"
+)
+
+// Names of the k6 built-in metrics the detectors learn from.
+const (
+	iterationDurationMetric = "iteration_duration"
+	httpReqDurationMetric   = "http_req_duration"
+	grpcReqDurationMetric   = "grpc_req_duration"
+
+	regimeTag   = "regime"
+	scenarioTag = "scenario"
+)
+
+// k6 event type numbers (internal/event, which an extension cannot import).
+// The names are checked when an event arrives.
+const (
+	eventTestEnd = 3
+)
+
+// runState is the extension's state for one k6 process (one test run).
+//
+// It is safe for concurrent use: VUs read scenario regimes lock-free; each
+// scenario has its own mutex; the map of scenarios has mu.
+type runState struct {
+	cfg atomic.Pointer[config]
+
+	mu        sync.RWMutex
+	scenarios map[string]*scenarioState
+	optionSc  []string // scenario names from the VUs' options
+	logger    logrus.FieldLogger
+	registry  *metrics.Registry
+	m         regimeMetrics
+
+	installOnce  sync.Once
+	requestsOnce sync.Once
+
+	samples   atomic.Pointer[chan<- metrics.SampleContainer]
+	pending   atomic.Bool
+	pendingMu sync.Mutex
+	queue     []metrics.SampleContainer
+	ended     atomic.Bool
+	dropped   atomic.Int64 // samples produced after the test ended
+
+	ingested      atomic.Int64 // iteration samples seen by the detection sink
+	noScenarioTag atomic.Int64 // samples without the scenario tag
+	endSummary    atomic.Pointer[map[string]any]
+}
+
+// regimeMetrics are the custom metrics the extension registers.
+type regimeMetrics struct {
+	ttss      *metrics.Metric // Trend, time: time to steady state per scenario
+	coldStart *metrics.Metric // Counter, time: summed duration of cold iterations
+	coldIters *metrics.Metric // Counter: number of cold iterations
+	steady    *metrics.Metric // Rate: 1 when steady state was reached and held, else 0 (at test end)
+	relapses  *metrics.Metric // Counter: steady state lost
+}
+
+func newRunState() *runState {
+	rs := &runState{scenarios: make(map[string]*scenarioState), logger: logrus.StandardLogger()}
+	rs.cfg.Store(defaultConfig())
+	return rs
+}
+
+// install registers the metrics, the detection sink and the end-of-test
+// handler; it runs once per process, from the first VU's init context.
+func (rs *runState) install(registry *metrics.Registry, logger logrus.FieldLogger, events common.Events) error {
+	var err error
+	rs.installOnce.Do(func() {
+		rs.registry = registry
+		if logger != nil {
+			rs.logger = logger
+		}
+		if err = rs.registerMetrics(registry); err != nil {
+			return
+		}
+		if err = rs.attachSink(registry, iterationDurationMetric, sinkIteration); err != nil {
+			return
+		}
+		rs.subscribeTestEnd(events)
+	})
+	return err
+}
+
+func (rs *runState) registerMetrics(r *metrics.Registry) error {
+	var err error
+	reg := func(name string, t metrics.MetricType, vt ...metrics.ValueType) *metrics.Metric {
+		if err != nil {
+			return nil
+		}
+		var m *metrics.Metric
+		m, err = r.NewMetric(name, t, vt...)
+		return m
+	}
+	rs.m = regimeMetrics{
+		ttss:      reg("regime_ttss", metrics.Trend, metrics.Time),
+		coldStart: reg("regime_cold_start", metrics.Counter, metrics.Time),
+		coldIters: reg("regime_cold_iterations", metrics.Counter),
+		steady:    reg("regime_steady", metrics.Rate),
+		relapses:  reg("regime_relapses", metrics.Counter),
+	}
+	return err
+}
+
+type sinkKind uint8
+
+const (
+	sinkIteration sinkKind = iota
+	sinkRequest
+)
+
+// detectionSink receives, from k6's metrics engine, every sample of the
+// metric it is attached to (as a submetric with no tag filter). It is never
+// shown: its metric is marked observed up front, so the engine does not add
+// it to the end-of-test summary, and it has no thresholds.
+type detectionSink struct {
+	rs   *runState
+	kind sinkKind
+}
+
+var _ metrics.Sink = (*detectionSink)(nil)
+
+func (d *detectionSink) Add(s metrics.Sample) { d.rs.ingest(d.kind, s) }
+
+func (d *detectionSink) Format(time.Duration) map[string]float64 { return map[string]float64{} }
+
+func (d *detectionSink) IsEmpty() bool { return true }
+
+// attachSink hooks a detection sink onto a built-in metric. k6's metrics
+// engine adds every sample of a metric to each of its submetrics whose tags
+// the sample contains; an empty tag set matches every sample.
+func (rs *runState) attachSink(r *metrics.Registry, metricName string, kind sinkKind) error {
+	parent := r.Get(metricName)
+	if parent == nil {
+		return fmt.Errorf("k6/x/regime: k6 has no %q metric to learn from", metricName)
+	}
+	sub := &metrics.Submetric{
+		Name:   metricName + "{__regime_detector__}",
+		Suffix: "__regime_detector__",
+		Tags:   r.RootTagSet(),
+		Parent: parent,
+	}
+	sub.Metric = &metrics.Metric{
+		Name:     sub.Name,
+		Type:     parent.Type,
+		Contains: parent.Contains,
+		Sink:     &detectionSink{rs: rs, kind: kind},
+		Sub:      sub,
+		Observed: true, // keeps it out of the end-of-test summary
+	}
+	parent.Submetrics = append(parent.Submetrics, sub)
+	return nil
+}
+
+// setConfig installs the configuration from regime.configure(); every VU's
+// init context calls it with the same script, so the first one wins and
+// the others must agree.
+func (rs *runState) setConfig(cfg *config) error {
+	rs.cfg.Store(cfg)
+	needRequests := cfg.Defaults.Scope == scopeEndpoint
+	for _, sc := range cfg.Scenarios {
+		needRequests = needRequests || sc.Scope == scopeEndpoint
+	}
+	var err error
+	if needRequests && rs.registry != nil {
+		rs.requestsOnce.Do(func() {
+			if err = rs.attachSink(rs.registry, httpReqDurationMetric, sinkRequest); err != nil {
+				return
+			}
+			err = rs.attachSink(rs.registry, grpcReqDurationMetric, sinkRequest)
+		})
+	}
+	return err
+}
+
+// scenario returns the state of a scenario, creating it on first use.
+func (rs *runState) scenario(name string) *scenarioState {
+	rs.mu.RLock()
+	st := rs.scenarios[name]
+	rs.mu.RUnlock()
+	if st != nil {
+		return st
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if st = rs.scenarios[name]; st == nil {
+		st = newScenarioState(name, rs.cfg.Load().forScenario(name))
+		rs.scenarios[name] = st
+	}
+	return st
+}
+
+// ingest is called by k6's metrics engine goroutine for every sample of the
+// metrics the detection sinks are attached to, in batches every 50 ms.
+func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
+	name, ok := s.Tags.Get(scenarioTag)
+	if !ok {
+		rs.noScenarioTag.Add(1)
+		return
+	}
+	st := rs.scenario(name)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch kind {
+	case sinkIteration:
+		rs.ingested.Add(1)
+		st.account(s)
+		if st.cfg.Input == inputIteration {
+			st.observe("", s.Time, s.Value, rs.onTransition(st))
+		}
+	case sinkRequest:
+		if st.cfg.Input == inputRequest {
+			endpoint, _ := s.Tags.Get(st.cfg.EndpointTag)
+			st.observe(endpoint, s.Time, s.Value, rs.onTransition(st))
+		}
+	}
+	if st.coldCount != st.coldPushed {
+		rs.pending.Store(true)
+	}
+}
+
+// account adds a finished iteration to the distribution of the regime it
+// was tagged with. Callers hold st.mu.
+func (st *scenarioState) account(s metrics.Sample) {
+	t := s.Time
+	if st.firstSeen.IsZero() || t.Before(st.firstSeen) {
+		st.firstSeen = t.Add(-time.Duration(s.Value * float64(time.Millisecond)))
+	}
+	if t.After(st.lastSeen) {
+		st.lastSeen = t
+	}
+	tag, ok := s.Tags.Get(regimeTag)
+	if !ok {
+		st.untagged++
+		return
+	}
+	r, ok := parseRegime(tag)
+	if !ok {
+		st.untagged++
+		return
+	}
+	rg := &st.tagged[r]
+	rg.count++
+	rg.sumMs += s.Value
+	rg.hist.Record(s.Value)
+	if r == detector.Cold {
+		st.coldCount++
+		st.coldSumMs += s.Value
+	}
+}
+
+// observe feeds one value to an endpoint's detector and publishes the
+// scenario's regime for new iterations. Callers hold st.mu.
+func (st *scenarioState) observe(endpoint string, t time.Time, v float64, onT func(*endpointScope, detector.Transition)) {
+	sc := st.scopeFor(endpoint, onT)
+	sc.det.Observe(t.UnixNano(), v)
+	st.regime.Store(int32(st.aggregateRegime()))
+}
+
+// onTransition returns the transition handler of a scenario's detectors.
+// It runs inside Observe, with st.mu held.
+func (rs *runState) onTransition(st *scenarioState) func(*endpointScope, detector.Transition) {
+	return func(sc *endpointScope, t detector.Transition) {
+		start := st.start
+		if start.IsZero() {
+			start = st.firstSeen
+		}
+		at := time.Unix(0, t.At.Time)
+		rec := transitionRecord{
+			Endpoint: sc.name, Kind: t.Kind, From: t.From, To: t.To,
+			At: t.At, Boundary: t.Boundary, Elapsed: at.Sub(start),
+		}
+		if len(st.transitions) < maxTransitions {
+			st.transitions = append(st.transitions, rec)
+		} else {
+			st.droppedTransitions++
+		}
+		fields := logrus.Fields{
+			"scenario": st.name, "regime": t.To.String(), "iteration": t.At.Index,
+			"elapsed": rec.Elapsed.Round(time.Millisecond).String(),
+		}
+		if sc.name != "" {
+			fields["endpoint"] = sc.name
+		}
+		switch {
+		case t.Kind == "relapse":
+			st.relapses++
+			rs.enqueue(rs.sample(rs.m.relapses, st, at, 1))
+			fields["since_iteration"] = t.Boundary.Index
+			rs.logger.WithFields(fields).Warnf("regime: %s lost steady state at iteration %d (level shift since iteration %d)",
+				scopeLabel(st.name, sc.name), t.At.Index, t.Boundary.Index)
+			return
+		case t.To == detector.Steady:
+			fields["steady_start"] = t.Boundary.Index
+			if !st.ttssPushed && st.aggregateRegimeAfter(sc) == detector.Steady {
+				st.ttssPushed = true
+				st.ttss = time.Unix(0, st.latestSteadyStart(sc, t)).Sub(start)
+				st.declaredAfter = at.Sub(start)
+				rs.enqueue(rs.sample(rs.m.ttss, st, at, float64(st.ttss)/float64(time.Millisecond)))
+				fields["ttss"] = st.ttss.Round(time.Millisecond).String()
+			}
+			rs.logger.WithFields(fields).Infof("regime: %s reached steady state at iteration %d (steady since iteration %d)",
+				scopeLabel(st.name, sc.name), t.At.Index, t.Boundary.Index)
+		default:
+			fields["boundary"] = t.Boundary.Index
+			rs.logger.WithFields(fields).Infof("regime: %s entered %s at iteration %d (%s at iteration %d)",
+				scopeLabel(st.name, sc.name), t.To, t.At.Index, t.Kind, t.Boundary.Index)
+		}
+	}
+}
+
+// aggregateRegimeAfter is the scenario regime once sc's pending transition
+// to steady is applied (the detector updates its regime after the hook).
+func (st *scenarioState) aggregateRegimeAfter(changed *endpointScope) detector.Regime {
+	r := detector.Steady
+	for _, sc := range st.scopes {
+		if sc == changed {
+			continue
+		}
+		if cur := sc.det.Regime(); cur < r {
+			r = cur
+		}
+	}
+	return r
+}
+
+// latestSteadyStart is the time the last of the scenario's detectors became
+// steady (the retroactive steady_start), in Unix nanoseconds.
+func (st *scenarioState) latestSteadyStart(changed *endpointScope, t detector.Transition) int64 {
+	latest := t.Boundary.Time
+	for _, sc := range st.scopes {
+		if sc == changed {
+			continue
+		}
+		if ss := sc.det.Snapshot().SteadyStart; ss != nil && ss.Time > latest {
+			latest = ss.Time
+		}
+	}
+	return latest
+}
+
+func scopeLabel(scenario, endpoint string) string {
+	if endpoint == "" {
+		return "scenario " + scenario
+	}
+	return fmt.Sprintf("scenario %s endpoint %s", scenario, endpoint)
+}
+
+func parseRegime(s string) (detector.Regime, bool) {
+	switch s {
+	case "cold":
+		return detector.Cold, true
+	case "warmup":
+		return detector.Warmup, true
+	case "steady":
+		return detector.Steady, true
+	}
+	return 0, false
+}
+
+// sample builds one sample of a regime metric with the scenario's tags.
+func (rs *runState) sample(m *metrics.Metric, st *scenarioState, t time.Time, v float64) metrics.Sample {
+	tags := st.baseTags
+	if tags == nil {
+		tags = rs.registry.RootTagSet().With(scenarioTag, st.name)
+	}
+	return metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: m, Tags: tags}, Time: t, Value: v}
+}
+
+// enqueue queues a sample for the next VU that starts an iteration (k6's
+// samples channel may only be written from where k6 guarantees it is open).
+func (rs *runState) enqueue(s metrics.Sample) {
+	if rs.ended.Load() {
+		rs.dropped.Add(1)
+		return
+	}
+	rs.pendingMu.Lock()
+	rs.queue = append(rs.queue, metrics.Samples{s})
+	rs.pendingMu.Unlock()
+	rs.pending.Store(true)
+}
+
+// flushPending sends the queued samples and the cold-start increments. It
+// runs on a VU goroutine at an iteration start, or at test end.
+func (rs *runState) flushPending(out chan<- metrics.SampleContainer) {
+	if !rs.pending.CompareAndSwap(true, false) {
+		return
+	}
+	rs.pendingMu.Lock()
+	queue := rs.queue
+	rs.queue = nil
+	rs.pendingMu.Unlock()
+
+	now := time.Now()
+	rs.mu.RLock()
+	for _, st := range rs.scenarios {
+		st.mu.Lock()
+		if st.coldCount != st.coldPushed {
+			queue = append(queue, metrics.Samples{
+				rs.sample(rs.m.coldStart, st, now, st.coldSumMs-st.coldPushedMs),
+				rs.sample(rs.m.coldIters, st, now, float64(st.coldCount-st.coldPushed)),
+			})
+			st.coldPushed, st.coldPushedMs = st.coldCount, st.coldSumMs
+		}
+		st.mu.Unlock()
+	}
+	rs.mu.RUnlock()
+	for _, c := range queue {
+		out <- c
+	}
+}
+
+// knownScenarios lists every scenario the run declared or saw, sorted.
+func (rs *runState) knownScenarios() []string {
+	set := map[string]struct{}{}
+	for _, n := range rs.cfg.Load().Declared {
+		set[n] = struct{}{}
+	}
+	rs.mu.RLock()
+	for _, n := range rs.optionSc {
+		set[n] = struct{}{}
+	}
+	for n := range rs.scenarios {
+		set[n] = struct{}{}
+	}
+	rs.mu.RUnlock()
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// testEnd pushes the steady gate of every scenario (1 when steady state was
+// reached and held to the end, 0 otherwise: never vacuous) while k6's
+// samples channel is still open, and logs the scenarios that never settled.
+func (rs *runState) testEnd() {
+	out := rs.samples.Load()
+	if out == nil {
+		rs.logger.Error("regime: no iteration ran, so no scenario reached steady state; " +
+			"thresholds on regime_steady have no data and the thresholds helper's count>0 guard fails them")
+		rs.ended.Store(true)
+		return
+	}
+	if rs.ingested.Load() == 0 {
+		rs.logger.Error("regime: the detectors received no iteration samples; k6 runs its metrics engine only " +
+			"when the end-of-test summary or thresholds are enabled (do not combine --no-summary with --no-thresholds)")
+	}
+	if n := rs.noScenarioTag.Load(); n > 0 {
+		rs.logger.Errorf("regime: %d samples had no 'scenario' tag and were not used; keep 'scenario' in systemTags", n)
+	}
+	rs.pending.Store(true)
+	rs.flushPending(*out)
+	now := time.Now()
+	for _, name := range rs.knownScenarios() {
+		st := rs.scenario(name)
+		st.mu.Lock()
+		held := st.steadyHeld()
+		reached := st.ttssPushed
+		v := 0.0
+		if held {
+			v = 1
+		}
+		s := rs.sample(rs.m.steady, st, now, v)
+		st.mu.Unlock()
+		*out <- metrics.Samples{s}
+		switch {
+		case held:
+		case reached:
+			rs.logger.Warnf("regime: steady state was reached but not held to the end in %s (it relapsed)", name)
+		default:
+			rs.logger.Warnf("regime: steady state was never reached in %s", name)
+		}
+	}
+	rs.ended.Store(true)
+}
+
+// subscribeTestEnd runs testEnd when k6 emits its global TestEnd event. The
+// event's type is checked by name, since k6 may renumber its events.
+func (rs *runState) subscribeTestEnd(events common.Events) {
+	if events.Global == nil {
+		return
+	}
+	_, ch := events.Global.Subscribe(eventTestEnd)
+	go func() {
+		for e := range ch {
+			if name := e.Type.String(); name != "TestEnd" {
+				rs.logger.Errorf("regime: expected k6's TestEnd event as number %d, got %q; "+
+					"this k6 version is not supported, the steady gate is not pushed", eventTestEnd, name)
+			} else {
+				rs.testEnd()
+			}
+			e.Done()
+		}
+	}()
+}

@@ -1,0 +1,134 @@
+package extension
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xk6-regime/xk6-regime/detector"
+	"go.k6.io/k6/v2/metrics"
+)
+
+// maxTransitions bounds the transitions kept per scenario for the summary;
+// the detector's hysteresis keeps real runs far below it.
+const maxTransitions = 1000
+
+// regimeStats is the distribution of the iterations tagged with one regime.
+type regimeStats struct {
+	count int64
+	sumMs float64
+	hist  *detector.Histogram
+}
+
+// transitionRecord is one regime change of a scenario, as logged.
+type transitionRecord struct {
+	Endpoint string
+	Kind     string
+	From, To detector.Regime
+	At       detector.Point
+	Boundary detector.Point
+	Elapsed  time.Duration // from the scenario's start to the transition
+}
+
+// endpointScope is one detector and what it has seen.
+type endpointScope struct {
+	name string // endpoint tag value; "" for the scenario scope
+	det  *detector.Detector
+}
+
+// scenarioState is everything the extension knows about one scenario.
+//
+// regime is read lock-free by every VU at every iteration start; the rest
+// changes together under mu, written by k6's metrics engine goroutine (the
+// hidden submetric sink) and by regime.observe().
+type scenarioState struct {
+	name   string
+	cfg    scenarioConfig
+	regime atomic.Int32 // detector.Regime for new iterations
+
+	mu        sync.Mutex
+	start     time.Time       // scenario start (from k6's scenario state)
+	baseTags  *metrics.TagSet // scenario tags (phase, run tags) for pushed samples
+	scopes    map[string]*endpointScope
+	order     []string // endpoint names in order of appearance
+	tagged    [3]regimeStats
+	untagged  int64
+	firstSeen time.Time
+	lastSeen  time.Time
+
+	coldSumMs, coldPushedMs float64
+	coldCount, coldPushed   int64
+	ttss                    time.Duration // from start to the first steady_start; 0 until declared
+	declaredAfter           time.Duration // from start to the first declaration
+	ttssPushed              bool
+	relapses                int64
+	transitions             []transitionRecord
+	droppedTransitions      int64
+}
+
+func newScenarioState(name string, cfg scenarioConfig) *scenarioState {
+	s := &scenarioState{name: name, cfg: cfg, scopes: make(map[string]*endpointScope)}
+	for i := range s.tagged {
+		s.tagged[i].hist = newDurationHistogram()
+	}
+	return s
+}
+
+// newDurationHistogram holds iteration durations in milliseconds, from 1 us
+// to 1 h with 3 significant digits.
+func newDurationHistogram() *detector.Histogram {
+	h, err := detector.NewHistogram(0.001, 3_600_000, 3)
+	if err != nil {
+		panic(err) // constant, valid arguments
+	}
+	return h
+}
+
+// scopeFor returns the detector of an endpoint ("" = the whole scenario),
+// creating it on first use. Callers hold s.mu.
+func (s *scenarioState) scopeFor(endpoint string, onTransition func(*endpointScope, detector.Transition)) *endpointScope {
+	if sc, ok := s.scopes[endpoint]; ok {
+		return sc
+	}
+	sc := &endpointScope{name: endpoint}
+	dcfg := s.cfg.Detector
+	dcfg.OnTransition = func(t detector.Transition) { onTransition(sc, t) }
+	det, err := detector.New(dcfg)
+	if err != nil {
+		// the configuration was validated at init; this cannot happen
+		panic(err)
+	}
+	sc.det = det
+	s.scopes[endpoint] = sc
+	s.order = append(s.order, endpoint)
+	return sc
+}
+
+// aggregateRegime is the regime a new iteration of the scenario starts in:
+// with one detector per endpoint, the least advanced of them, so that an
+// iteration is steady only when every endpoint it may call is. Callers hold s.mu.
+func (s *scenarioState) aggregateRegime() detector.Regime {
+	if len(s.scopes) == 0 {
+		return detector.Cold
+	}
+	r := detector.Steady
+	for _, sc := range s.scopes {
+		if cur := sc.det.Regime(); cur < r {
+			r = cur
+		}
+	}
+	return r
+}
+
+// steadyHeld says whether every detector of the scenario is steady now.
+// Callers hold s.mu.
+func (s *scenarioState) steadyHeld() bool {
+	return len(s.scopes) > 0 && s.aggregateRegime() == detector.Steady
+}
+
+func (s *scenarioState) endpointNames() []string {
+	names := append([]string(nil), s.order...)
+	sort.Strings(names)
+	return names
+}

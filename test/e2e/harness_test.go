@@ -1,0 +1,195 @@
+// Package e2e runs the real k6 binary built from this repository against
+// local servers on 127.0.0.1.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	buildOnce sync.Once
+	k6Path    string
+	buildErr  error
+)
+
+// repoRoot is the module root (two levels above this package).
+func repoRoot(tb testing.TB) string {
+	tb.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	require.True(tb, ok)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// k6Binary returns the k6 binary under test: $K6_BIN when set (make test
+// builds ./k6 first), else one built from this repository once per run.
+func k6Binary(tb testing.TB) string {
+	tb.Helper()
+	if p := os.Getenv("K6_BIN"); p != "" {
+		abs, err := filepath.Abs(p)
+		require.NoError(tb, err)
+		return abs
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "xk6-regime-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		k6Path = filepath.Join(dir, "k6")
+		cmd := exec.Command("go", "build", "-o", k6Path, "./cmd/k6")
+		cmd.Dir = repoRoot(tb)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building k6: %w\n%s", err, out)
+		}
+	})
+	require.NoError(tb, buildErr)
+	return k6Path
+}
+
+// k6Result is what one k6 run left behind.
+type k6Result struct {
+	ExitCode int
+	Stdout   string
+	Stderr   string
+	Dir      string
+}
+
+// runK6 writes script into a temp dir and runs `k6 run` on it, bounded in time.
+func runK6(tb testing.TB, script string, env map[string]string, args ...string) k6Result {
+	tb.Helper()
+	dir := tb.TempDir()
+	require.NoError(tb, os.WriteFile(filepath.Join(dir, "script.js"), []byte(script), 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	full := append([]string{"run", "--no-usage-report", "--quiet", "--log-format", "raw"}, args...)
+	full = append(full, "script.js")
+	cmd := exec.CommandContext(ctx, k6Binary(tb), full...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "K6_NO_USAGE_REPORT=true", "REPO="+repoRoot(tb))
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	} else {
+		require.NoError(tb, err)
+	}
+	require.NoError(tb, ctx.Err(), "k6 run timed out; stderr:\n%s", stderr.String())
+	return k6Result{ExitCode: code, Stdout: stdout.String(), Stderr: stderr.String(), Dir: dir}
+}
+
+// jsonPoint is one line of k6's --out json of type Point.
+type jsonPoint struct {
+	Type   string `json:"type"`
+	Metric string `json:"metric"`
+	Data   struct {
+		Value float64           `json:"value"`
+		Tags  map[string]string `json:"tags"`
+	} `json:"data"`
+}
+
+// readPoints calls fn for every Point of a --out json file (gzip when .gz).
+func readPoints(tb testing.TB, path string, fn func(p *jsonPoint)) {
+	tb.Helper()
+	f, err := os.Open(path)
+	require.NoError(tb, err)
+	defer func() { _ = f.Close() }()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		require.NoError(tb, err)
+		r = gz
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.Contains(line, []byte(`"type":"Point"`)) {
+			continue
+		}
+		var p jsonPoint
+		require.NoError(tb, json.Unmarshal(line, &p))
+		fn(&p)
+	}
+	require.NoError(tb, sc.Err())
+}
+
+// scheduleServer answers every request after a latency that depends only on
+// the request's arrival order: the known boundaries the detector must find.
+type scheduleServer struct {
+	*httptest.Server
+	n atomic.Int64
+}
+
+// latencyFunc maps the 0-based request number to the service latency.
+type latencyFunc func(i int64, rng *rand.Rand) time.Duration
+
+func newScheduleServer(tb testing.TB, latency latencyFunc) *scheduleServer {
+	tb.Helper()
+	s := &scheduleServer{}
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(1, 2))
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		i := s.n.Add(1) - 1
+		mu.Lock()
+		d := latency(i, rng)
+		mu.Unlock()
+		time.Sleep(d) // the simulated service time itself, not a synchronisation
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"i":%d}`, i)
+	}))
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// coldWarmSteady: a slow cold start (exponential decay from ~80 ms), then a
+// warm-up ramp down to the steady level, then steady with small jitter.
+func coldWarmSteady(coldN, warmN int64, steady time.Duration) latencyFunc {
+	return func(i int64, rng *rand.Rand) time.Duration {
+		jitter := time.Duration(rng.Float64() * float64(steady) * 0.1)
+		switch {
+		case i < coldN:
+			return steady + time.Duration(80*math.Exp(-float64(i)/float64(coldN)*3)*float64(time.Millisecond))
+		case i < coldN+warmN:
+			frac := float64(i-coldN) / float64(warmN)
+			return time.Duration(float64(steady)*(2.5-1.5*frac)) + jitter
+		default:
+			return steady + jitter
+		}
+	}
+}
+
+// neverSettles: latency keeps growing for the whole run.
+func neverSettles(step time.Duration) latencyFunc {
+	return func(i int64, rng *rand.Rand) time.Duration {
+		return time.Millisecond + time.Duration(i)*step + time.Duration(rng.Float64()*float64(100*time.Microsecond))
+	}
+}

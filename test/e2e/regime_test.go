@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// regimeSummary is the part of regime.summary() the tests read.
+type regimeSummary struct {
+	Scenarios map[string]struct {
+		Iterations int64    `json:"iterations"`
+		Untagged   int64    `json:"untagged"`
+		Class      string   `json:"class"`
+		Steady     bool     `json:"steady"`
+		TTSS       *float64 `json:"ttss_ms"`
+		Regimes    map[string]struct {
+			Count int64    `json:"count"`
+			P50   *float64 `json:"p50"`
+			Max   *float64 `json:"max"`
+		} `json:"regimes"`
+		SteadyStart *struct {
+			Index int64 `json:"index"`
+		} `json:"steady_start"`
+		DeclaredAt *struct {
+			Index int64 `json:"index"`
+		} `json:"declared_at"`
+		ColdStart struct {
+			DurationMs float64 `json:"duration_ms"`
+			Iterations int64   `json:"iterations"`
+		} `json:"cold_start"`
+	} `json:"scenarios"`
+}
+
+func readSummary(t *testing.T, path string) regimeSummary {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var s regimeSummary
+	require.NoError(t, json.Unmarshal(b, &s), string(b))
+	return s
+}
+
+const countsScript = `
+import http from 'k6/http';
+import { check } from 'k6';
+import { Counter } from 'k6/metrics';
+import regime from 'k6/x/regime';
+
+const calls = new Counter('custom_calls');
+
+export const options = {
+  scenarios: {
+    load: { executor: 'constant-vus', vus: 4, duration: '14s', tags: { phase: 'gameplay' } },
+  },
+  thresholds: {
+    // no cold sample may reach the steady sub-metric (cold requests take 40-85 ms)
+    'http_req_duration{regime:steady}': ['max<35'],
+    // and the cold ones exist, so the threshold above means something
+    'http_req_duration{regime:cold}': ['max>40'],
+  },
+};
+
+regime.configure(options, {});
+
+export default function () {
+  const res = http.get(__ENV.BASE_URL + '/item', { tags: { endpoint: 'item' } });
+  check(res, { 'status is 200': (r) => r.status === 200 });
+  calls.add(1);
+}
+
+export function handleSummary(data) {
+  return { 'regime.json': JSON.stringify(regime.summary(), null, 1) };
+}
+`
+
+// TestRegimeTagsAndCounts runs k6 against a server with a cold start, a
+// warm-up ramp and a steady state, and checks that every sample of every
+// iteration carries a regime, that --out json and the extension count the
+// same iterations per regime, that they sum to the total, and that the
+// steady sub-metric saw no cold sample.
+func TestRegimeTagsAndCounts(t *testing.T) {
+	t.Parallel()
+	srv := newScheduleServer(t, coldWarmSteady(40, 1500, 4*time.Millisecond))
+	res := runK6(t, countsScript, map[string]string{"BASE_URL": srv.URL}, "--out", "json=out.json.gz")
+	require.Equal(t, 0, res.ExitCode, "stderr:\n%s", res.Stderr)
+
+	perRegime := map[string]int64{}
+	var total int64
+	var steadyMax float64
+	perMetricUntagged := map[string]int{}
+	readPoints(t, filepath.Join(res.Dir, "out.json.gz"), func(p *jsonPoint) {
+		r, ok := p.Data.Tags["regime"]
+		if !ok {
+			if p.Metric != "vus" && p.Metric != "vus_max" && !strings.HasPrefix(p.Metric, "regime_") {
+				perMetricUntagged[p.Metric]++ // engine-level and per-scenario metrics belong to no iteration
+			}
+			return
+		}
+		switch p.Metric {
+		case "iterations":
+			perRegime[r]++
+			total++
+		case "http_req_duration":
+			if r == "steady" && p.Data.Value > steadyMax {
+				steadyMax = p.Data.Value
+			}
+		}
+	})
+	require.Empty(t, perMetricUntagged, "samples without a regime tag, by metric")
+	require.Positive(t, perRegime["cold"], "no cold iteration")
+	require.Positive(t, perRegime["steady"], "no steady iteration")
+	require.Less(t, steadyMax, 35.0)
+
+	sum := readSummary(t, filepath.Join(res.Dir, "regime.json"))
+	sc, ok := sum.Scenarios["load"]
+	require.True(t, ok, "summary has no scenario 'load': %+v", sum)
+	require.Equal(t, total, sc.Iterations, "iterations: extension vs --out json")
+	require.Zero(t, sc.Untagged)
+	var fromExt int64
+	for _, name := range []string{"cold", "warmup", "steady"} {
+		require.Equal(t, perRegime[name], sc.Regimes[name].Count, "regime %s: extension vs --out json", name)
+		fromExt += sc.Regimes[name].Count
+	}
+	require.Equal(t, total, fromExt, "regimes must sum to the total")
+	require.True(t, sc.Steady)
+	require.NotNil(t, sc.TTSS)
+	require.NotNil(t, sc.SteadyStart)
+	require.NotNil(t, sc.DeclaredAt)
+	require.LessOrEqual(t, sc.SteadyStart.Index, sc.DeclaredAt.Index)
+	require.Equal(t, perRegime["cold"], sc.ColdStart.Iterations)
+	require.Positive(t, sc.ColdStart.DurationMs)
+	require.Contains(t, res.Stderr, "reached steady state")
+}
+
+const gateScript = `
+import http from 'k6/http';
+import regime from 'k6/x/regime';
+import { steady } from '${REPO}/thresholds/index.js';
+
+export const options = {
+  scenarios: {
+    gameplay: { executor: 'constant-vus', vus: 2, duration: '8s', tags: { phase: 'gameplay' } },
+  },
+};
+options.thresholds = steady(
+  { 'http_req_duration{endpoint:item}': ['p(95)<1000'] },
+  { phases: ['gameplay'], scenarios: options.scenarios },
+);
+regime.configure(options, {});
+
+export default function () {
+  http.get(__ENV.BASE_URL + '/item', { tags: { endpoint: 'item' } });
+}
+`
+
+// TestNeverSettlingServerFailsTheGate: a server whose latency keeps growing
+// never reaches steady state, so the steady-only gate fails (exit 99) with a
+// log line, where stock k6 would pass the Trend threshold on no data.
+func TestNeverSettlingServerFailsTheGate(t *testing.T) {
+	t.Parallel()
+	srv := newScheduleServer(t, neverSettles(4*time.Microsecond))
+	script := strings.ReplaceAll(gateScript, "${REPO}", repoRoot(t))
+	res := runK6(t, script, map[string]string{"BASE_URL": srv.URL})
+	require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
+	require.Contains(t, res.Stderr, "steady state was never reached in gameplay")
+	require.Contains(t, res.Stderr, "regime_steady")
+}
+
+// TestUnknownPhaseOrScenarioFailsAtStart: thresholds and settings naming a
+// scenario that does not exist stop k6 before the test.
+func TestUnknownPhaseOrScenarioFailsAtStart(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, body, want string
+	}{
+		{
+			name: "threshold phase",
+			body: `options.thresholds = steady({ 'http_req_duration': ['p(95)<10'] }, { phases: ['nope'], scenarios: options.scenarios });`,
+			want: `phase "nope" matches no scenario`,
+		},
+		{
+			name: "configure scenario",
+			body: `regime.configure(options, { scenarios: { nope: {} } });`,
+			want: `option 'scenarios.nope': no such scenario in options.scenarios; valid names: gameplay`,
+		},
+		{
+			name: "tolerance out of range",
+			body: `regime.configure(options, { detector: { median_tolerance: 7 } });`,
+			want: `median_tolerance`,
+		},
+		{
+			name: "bad scope",
+			body: `regime.configure(options, { scope: 'vu' });`,
+			want: `option 'scope' is "vu"; valid values: scenario, endpoint`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			script := `
+import regime from 'k6/x/regime';
+import { steady } from '` + repoRoot(t) + `/thresholds/index.js';
+export const options = { scenarios: { gameplay: { executor: 'constant-vus', vus: 1, duration: '30s', tags: { phase: 'gameplay' } } } };
+` + tc.body + `
+export default function () { throw new Error('the test must not start'); }
+`
+			start := time.Now()
+			res := runK6(t, script, nil)
+			require.NotEqual(t, 0, res.ExitCode)
+			require.Less(t, time.Since(start), 25*time.Second, "k6 must stop before the 30 s test")
+			require.Contains(t, res.Stderr, tc.want)
+			require.NotContains(t, res.Stderr, "the test must not start")
+		})
+	}
+}

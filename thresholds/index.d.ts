@@ -1,0 +1,30 @@
+// Types of the thresholds helper (thresholds/index.js).
+
+/** A k6 threshold expression ('p(95)<50') or its object form. */
+export type ThresholdRule = string | { threshold: string; abortOnFail?: boolean; delayAbortEval?: string };
+/** A k6 thresholds object: sub-metric name -> rules. */
+export type Thresholds = Record<string, ThresholdRule[]>;
+
+export interface SteadyOptions {
+  /** Phases (scenario tags.phase values) whose steady samples are judged; one threshold per phase. */
+  phases?: string[];
+  /** The script's options.scenarios, to check phases and scenario names against. */
+  scenarios: Record<string, { tags?: Record<string, string> } & Record<string, unknown>>;
+  /** Extra scenario names to gate, beyond those of the phases. */
+  scenarioNames?: string[];
+  /** Add regime_steady{scenario}: rate==1 and iterations{regime:steady,scenario}: count>0 per gated scenario (default true). */
+  gate?: boolean;
+}
+
+/** Scope thresholds to steady samples of the phases and add the steady gate. Throws on unknown phases or scenarios. */
+export function steady(spec: Thresholds, opts: SteadyOptions): Thresholds;
+/** The steady gate of each scenario. */
+export function gate(scenarioNames: string[]): Thresholds;
+/** Concatenate the rules of several threshold sets. */
+export function merge(...sets: Thresholds[]): Thresholds;
+/** Split 'metric{a:1,b:2}' into its metric name and tags. */
+export function parseKey(key: string): { metric: string; tags: Record<string, string> };
+/** One spelling of a sub-metric name: tags sorted by key. */
+export function formatKey(metric: string, tags: Record<string, string>): string;
+/** Scenario names whose tags.phase is one of phases; throws when one does not exist. */
+export function gatedScenarios(scenarios: SteadyOptions['scenarios'], phases?: string[], names?: string[]): string[];
