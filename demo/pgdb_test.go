@@ -1,101 +1,18 @@
 package demo
 
 import (
-	"context"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/xk6-regime/xk6-regime/demo/eventspb"
+	"github.com/xk6-regime/xk6-regime/internal/pgtest"
 )
-
-// postgresBinDir finds initdb and pg_ctl: on PATH, else the newest Debian
-// /usr/lib/postgresql/*/bin.
-func postgresBinDir() string {
-	if p, err := exec.LookPath("initdb"); err == nil {
-		return filepath.Dir(p)
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	slices.SortFunc(dirs, func(a, b string) int {
-		va, _ := strconv.Atoi(filepath.Base(filepath.Dir(a)))
-		vb, _ := strconv.Atoi(filepath.Base(filepath.Dir(b)))
-		return vb - va
-	})
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-			return d
-		}
-	}
-	return ""
-}
-
-// startPostgres runs a throw-away cluster on a free 127.0.0.1 port and
-// returns its URL; the cluster is stopped and deleted at cleanup. As root
-// (initdb refuses root) the server runs as user postgres, or nobody.
-func startPostgres(tb testing.TB) string {
-	tb.Helper()
-	bin := postgresBinDir()
-	if bin == "" {
-		tb.Skip("PostgreSQL server binaries (initdb, pg_ctl) not found on PATH or in /usr/lib/postgresql/*/bin; " +
-			"install them with: apt-get install -y postgresql")
-	}
-	dir, err := os.MkdirTemp("", "demo-pg-")
-	require.NoError(tb, err)
-	tb.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(tb, os.Chmod(dir, 0o755))
-
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			u, err = user.Lookup("nobody")
-		}
-		require.NoError(tb, err, "running as root needs a user postgres or nobody to run the server")
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		require.NoError(tb, os.Chown(dir, uid, gid))
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	}
-	run := func(name string, args ...string) {
-		tb.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, name), args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "LC_ALL=C", "LANG=C")
-		if cred != nil {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		}
-		out, err := cmd.CombinedOutput()
-		require.NoError(tb, err, "%s %v:\n%s", name, args, out)
-	}
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(tb, ln.Close())
-
-	data := filepath.Join(dir, "data")
-	run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off", port, dir)
-	run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "20", "start")
-	tb.Cleanup(func() { run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop") })
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-}
 
 func TestPostgresStore(t *testing.T) {
 	t.Parallel()
-	url := startPostgres(t)
+	url := pgtest.Start(t)
 	ctx := t.Context()
 
 	cfg := testConfig()
@@ -165,7 +82,7 @@ func TestPostgresStore(t *testing.T) {
 
 func TestPostgresOverloadTimesOut(t *testing.T) {
 	t.Parallel()
-	url := startPostgres(t)
+	url := pgtest.Start(t)
 	db, err := openPostgres(t.Context(), url, 1, 50*time.Millisecond)
 	require.NoError(t, err)
 	t.Cleanup(db.close)

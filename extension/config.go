@@ -49,6 +49,7 @@ type scenarioConfig struct {
 // first VU's init context has set it.
 type config struct {
 	Tagging   string                    `json:"tagging"`
+	Track     []string                  `json:"-"` // custom metrics aggregated by phase in the summary
 	Defaults  scenarioConfig            `json:"-"`
 	Scenarios map[string]scenarioConfig `json:"-"`
 	// names of the scenarios the script declares, from options.scenarios
@@ -80,6 +81,7 @@ func (c *config) forScenario(name string) scenarioConfig {
 // rawConfig is the JSON shape of the second argument of regime.configure().
 type rawConfig struct {
 	Tagging     *string                    `json:"tagging"`
+	Track       []string                   `json:"track"`
 	Scope       *string                    `json:"scope"`
 	Input       *string                    `json:"input"`
 	EndpointTag *string                    `json:"endpointTag"`
@@ -113,6 +115,7 @@ func parseConfig(optionsJSON, settingsJSON []byte) (*config, error) {
 			return nil, fmt.Errorf("regime.configure: %w", err)
 		}
 	}
+	cfg.Track = raw.Track
 	if raw.Tagging != nil {
 		cfg.Tagging = *raw.Tagging
 		if !contains(validTagging, cfg.Tagging) {

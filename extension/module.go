@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -65,11 +67,12 @@ func (r *rootModule) NewModuleInstance(vu modules.VU) modules.Instance {
 // Exports lists the JS API; the default export holds the same functions.
 func (mi *moduleInstance) Exports() modules.Exports {
 	named := map[string]any{
-		"configure": mi.configure,
-		"wrap":      mi.wrap,
-		"observe":   mi.observe,
-		"current":   mi.current,
-		"summary":   mi.summary,
+		"configure":    mi.configure,
+		"wrap":         mi.wrap,
+		"observe":      mi.observe,
+		"current":      mi.current,
+		"summary":      mi.summary,
+		"writeResults": mi.writeResults,
 	}
 	return modules.Exports{Default: named, Named: named}
 }
@@ -192,7 +195,7 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 		if mi.root.cfgJSON != key {
 			return errors.New("regime.configure() was called with different settings in another VU; call it once, at the top level")
 		}
-		return nil
+		return mi.applyTagging(mi.rs.cfg.Load())
 	}
 	cfg, err := parseConfig(optJSON, setJSON)
 	if err != nil {
@@ -202,6 +205,19 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 		return err
 	}
 	mi.root.cfgJSON = key
+	return mi.applyTagging(cfg)
+}
+
+// applyTagging removes this runtime's iteration hook when the script does
+// not want automatic tagging, so wrap() is the only per-iteration cost.
+func (mi *moduleInstance) applyTagging(cfg *config) error {
+	if cfg.Tagging == taggingAuto {
+		return nil
+	}
+	err := mi.vu.Runtime().GlobalObject().DefineDataProperty("__ITER", mi.iterValue, sobek.FLAG_TRUE, sobek.FLAG_TRUE, sobek.FLAG_TRUE)
+	if err != nil {
+		return fmt.Errorf("k6/x/regime: cannot remove the iteration hook: %w", err)
+	}
 	return nil
 }
 
@@ -254,7 +270,7 @@ func (mi *moduleInstance) observe(value float64) error {
 			ss.Name, st.cfg.Input, inputObserve)
 	}
 	st.mu.Lock()
-	st.observe("", time.Now(), value, mi.rs.onTransition(st))
+	st.observe(mi.rs, "", time.Now(), value)
 	pending := st.coldCount != st.coldPushed
 	st.mu.Unlock()
 	if pending {
@@ -286,4 +302,27 @@ func describe(v sobek.Value) string {
 		return "null"
 	}
 	return fmt.Sprintf("%s %q", v.ExportType(), v.String())
+}
+
+// writeResults(dir, files) creates dir (and its parents) and writes each
+// file of files (name -> text) in it; k6's handleSummary cannot create
+// folders. Names must be plain file names.
+func (mi *moduleInstance) writeResults(dir string, files map[string]string) (string, error) {
+	if dir == "" {
+		return "", errors.New("regime.writeResults: dir is empty")
+	}
+	for name := range files {
+		if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+			return "", fmt.Errorf("regime.writeResults: %q is not a plain file name", name)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // a results folder users read
+		return "", fmt.Errorf("regime.writeResults: %w", err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil { //nolint:gosec
+			return "", fmt.Errorf("regime.writeResults: %w", err)
+		}
+	}
+	return dir, nil
 }

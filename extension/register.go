@@ -8,7 +8,11 @@ import (
 	"go.k6.io/k6/v2/subcommand"
 )
 
+// theModule is the process's k6/x/regime module; outputs and subcommands
+// registered by this package reach the run state through it.
+var theModule = newRootModule()
+
 func init() {
-	modules.Register("k6/x/regime", newRootModule())
+	modules.Register("k6/x/regime", theModule)
 	subcommand.RegisterExtension("regime", newCommand)
 }

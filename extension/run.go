@@ -3,6 +3,7 @@ package extension
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,8 +44,9 @@ type runState struct {
 	registry  *metrics.Registry
 	m         regimeMetrics
 
-	installOnce  sync.Once
-	requestsOnce sync.Once
+	installOnce sync.Once
+	trackOnce   sync.Once
+	bd          *breakdown
 
 	samples   atomic.Pointer[chan<- metrics.SampleContainer]
 	pending   atomic.Bool
@@ -53,9 +55,64 @@ type runState struct {
 	ended     atomic.Bool
 	dropped   atomic.Int64 // samples produced after the test ended
 
+	observers atomic.Pointer[[]observer]
+
 	ingested      atomic.Int64 // iteration samples seen by the detection sink
 	noScenarioTag atomic.Int64 // samples without the scenario tag
 	endSummary    atomic.Pointer[map[string]any]
+}
+
+// observer receives the detectors' events as they happen (an output, a
+// results writer). Calls come from k6's metrics engine goroutine, or a VU in
+// regime.observe(), with the scenario's lock held: they must not block.
+type observer interface {
+	transition(scenario string, t transitionRecord)
+	window(scenario, endpoint string, w detector.Window)
+	// iteration: one finished iteration of a scenario, its 0-based index in
+	// the scenario (arrival order at the metrics engine), the regime it was
+	// tagged with ("" when untagged), its end time and duration in ms.
+	iteration(scenario string, index int64, regime string, end time.Time, ms float64)
+}
+
+// addObserver registers o; removeObserver unregisters it.
+func (rs *runState) addObserver(o observer) {
+	for {
+		old := rs.observers.Load()
+		var next []observer
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, o)
+		if rs.observers.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+func (rs *runState) removeObserver(o observer) {
+	for {
+		old := rs.observers.Load()
+		if old == nil {
+			return
+		}
+		next := make([]observer, 0, len(*old))
+		for _, x := range *old {
+			if x != o {
+				next = append(next, x)
+			}
+		}
+		if rs.observers.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+func (rs *runState) eachObserver(fn func(observer)) {
+	if obs := rs.observers.Load(); obs != nil {
+		for _, o := range *obs {
+			fn(o)
+		}
+	}
 }
 
 // regimeMetrics are the custom metrics the extension registers.
@@ -68,7 +125,7 @@ type regimeMetrics struct {
 }
 
 func newRunState() *runState {
-	rs := &runState{scenarios: make(map[string]*scenarioState), logger: logrus.StandardLogger()}
+	rs := &runState{scenarios: make(map[string]*scenarioState), logger: logrus.StandardLogger(), bd: newBreakdown()}
 	rs.cfg.Store(defaultConfig())
 	return rs
 }
@@ -85,8 +142,19 @@ func (rs *runState) install(registry *metrics.Registry, logger logrus.FieldLogge
 		if err = rs.registerMetrics(registry); err != nil {
 			return
 		}
-		if err = rs.attachSink(registry, iterationDurationMetric, sinkIteration); err != nil {
-			return
+		for _, a := range []struct {
+			name string
+			kind sinkKind
+		}{
+			{iterationDurationMetric, sinkIteration},
+			{httpReqDurationMetric, sinkHTTP},
+			{grpcReqDurationMetric, sinkGRPC},
+			{httpReqConnectingMetric, sinkConnect},
+			{httpReqTLSMetric, sinkTLS},
+		} {
+			if err = rs.attachSink(registry, a.name, a.kind); err != nil {
+				return
+			}
 		}
 		rs.subscribeTestEnd(events)
 	})
@@ -116,8 +184,12 @@ func (rs *runState) registerMetrics(r *metrics.Registry) error {
 type sinkKind uint8
 
 const (
-	sinkIteration sinkKind = iota
-	sinkRequest
+	sinkIteration sinkKind = iota // iteration_duration: accounting and default detection input
+	sinkHTTP                      // http_req_duration: breakdown, endpoint detection
+	sinkGRPC                      // grpc_req_duration: breakdown, endpoint detection
+	sinkConnect                   // http_req_connecting: new connections
+	sinkTLS                       // http_req_tls_handshaking
+	sinkTracked                   // custom metrics named in configure({track}), by phase
 )
 
 // detectionSink receives, from k6's metrics engine, every sample of the
@@ -167,18 +239,27 @@ func (rs *runState) attachSink(r *metrics.Registry, metricName string, kind sink
 // init context calls it with the same script, so the first one wins and
 // the others must agree.
 func (rs *runState) setConfig(cfg *config) error {
-	rs.cfg.Store(cfg)
-	needRequests := cfg.Defaults.Scope == scopeEndpoint
-	for _, sc := range cfg.Scenarios {
-		needRequests = needRequests || sc.Scope == scopeEndpoint
-	}
-	var err error
-	if needRequests && rs.registry != nil {
-		rs.requestsOnce.Do(func() {
-			if err = rs.attachSink(rs.registry, httpReqDurationMetric, sinkRequest); err != nil {
-				return
+	if rs.registry != nil {
+		var missing []string
+		for _, name := range cfg.Track {
+			if rs.registry.Get(name) == nil {
+				missing = append(missing, name)
 			}
-			err = rs.attachSink(rs.registry, grpcReqDurationMetric, sinkRequest)
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("regime.configure: option 'track' names metrics that do not exist (yet): %s; "+
+				"create them (new Counter(...), ...) before calling regime.configure()", strings.Join(missing, ", "))
+		}
+	}
+	rs.cfg.Store(cfg)
+	var err error
+	if rs.registry != nil {
+		rs.trackOnce.Do(func() {
+			for _, name := range cfg.Track {
+				if err = rs.attachSink(rs.registry, name, sinkTracked); err != nil {
+					return
+				}
+			}
 		})
 	}
 	return err
@@ -204,26 +285,39 @@ func (rs *runState) scenario(name string) *scenarioState {
 // ingest is called by k6's metrics engine goroutine for every sample of the
 // metrics the detection sinks are attached to, in batches every 50 ms.
 func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
+	switch kind {
+	case sinkConnect, sinkTLS:
+		rs.bd.addConnect(s, kind == sinkTLS)
+		return
+	case sinkTracked:
+		rs.bd.addTracked(s)
+		return
+	case sinkHTTP:
+		rs.bd.addLatency(s, "http")
+	case sinkGRPC:
+		rs.bd.addLatency(s, "grpc")
+	}
 	name, ok := s.Tags.Get(scenarioTag)
 	if !ok {
 		rs.noScenarioTag.Add(1)
 		return
 	}
 	st := rs.scenario(name)
+	if kind != sinkIteration && st.cfg.Input != inputRequest {
+		return
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	switch kind {
-	case sinkIteration:
+	if kind == sinkIteration {
 		rs.ingested.Add(1)
-		st.account(s)
+		idx, tag := st.account(s)
+		rs.eachObserver(func(o observer) { o.iteration(st.name, idx, tag, s.Time, s.Value) })
 		if st.cfg.Input == inputIteration {
-			st.observe("", s.Time, s.Value, rs.onTransition(st))
+			st.observe(rs, "", s.Time, s.Value)
 		}
-	case sinkRequest:
-		if st.cfg.Input == inputRequest {
-			endpoint, _ := s.Tags.Get(st.cfg.EndpointTag)
-			st.observe(endpoint, s.Time, s.Value, rs.onTransition(st))
-		}
+	} else {
+		endpoint, _ := s.Tags.Get(st.cfg.EndpointTag)
+		st.observe(rs, endpoint, s.Time, s.Value)
 	}
 	if st.coldCount != st.coldPushed {
 		rs.pending.Store(true)
@@ -232,7 +326,8 @@ func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
 
 // account adds a finished iteration to the distribution of the regime it
 // was tagged with. Callers hold st.mu.
-func (st *scenarioState) account(s metrics.Sample) {
+func (st *scenarioState) account(s metrics.Sample) (index int64, regime string) {
+	index = st.tagged[0].count + st.tagged[1].count + st.tagged[2].count + st.untagged
 	t := s.Time
 	if st.firstSeen.IsZero() || t.Before(st.firstSeen) {
 		st.firstSeen = t.Add(-time.Duration(s.Value * float64(time.Millisecond)))
@@ -243,12 +338,12 @@ func (st *scenarioState) account(s metrics.Sample) {
 	tag, ok := s.Tags.Get(regimeTag)
 	if !ok {
 		st.untagged++
-		return
+		return index, ""
 	}
 	r, ok := parseRegime(tag)
 	if !ok {
 		st.untagged++
-		return
+		return index, tag
 	}
 	rg := &st.tagged[r]
 	rg.count++
@@ -258,12 +353,32 @@ func (st *scenarioState) account(s metrics.Sample) {
 		st.coldCount++
 		st.coldSumMs += s.Value
 	}
+	return index, tag
+}
+
+// regimeHistograms calls fn, with the scenario's lock held, for each
+// scenario and regime with the histogram of its iteration durations (ms).
+// fn must not keep h; copy or merge it.
+func (rs *runState) regimeHistograms(fn func(scenario string, r detector.Regime, h *detector.Histogram)) {
+	for _, name := range rs.knownScenarios() {
+		st := rs.scenario(name)
+		st.mu.Lock()
+		for i := range st.tagged {
+			fn(name, detector.Regime(i), st.tagged[i].hist)
+		}
+		st.mu.Unlock()
+	}
 }
 
 // observe feeds one value to an endpoint's detector and publishes the
 // scenario's regime for new iterations. Callers hold st.mu.
-func (st *scenarioState) observe(endpoint string, t time.Time, v float64, onT func(*endpointScope, detector.Transition)) {
-	sc := st.scopeFor(endpoint, onT)
+func (st *scenarioState) observe(rs *runState, endpoint string, t time.Time, v float64) {
+	sc, ok := st.scopes[endpoint]
+	if !ok {
+		sc = st.scopeFor(endpoint, rs.onTransition(st), func(ep string, w detector.Window) {
+			rs.eachObserver(func(o observer) { o.window(st.name, ep, w) })
+		})
+	}
 	sc.det.Observe(t.UnixNano(), v)
 	st.regime.Store(int32(st.aggregateRegime()))
 }
@@ -286,6 +401,7 @@ func (rs *runState) onTransition(st *scenarioState) func(*endpointScope, detecto
 		} else {
 			st.droppedTransitions++
 		}
+		rs.eachObserver(func(o observer) { o.transition(st.name, rec) })
 		fields := logrus.Fields{
 			"scenario": st.name, "regime": t.To.String(), "iteration": t.At.Index,
 			"elapsed": rec.Elapsed.Round(time.Millisecond).String(),

@@ -87,13 +87,16 @@ func newDurationHistogram() *detector.Histogram {
 
 // scopeFor returns the detector of an endpoint ("" = the whole scenario),
 // creating it on first use. Callers hold s.mu.
-func (s *scenarioState) scopeFor(endpoint string, onTransition func(*endpointScope, detector.Transition)) *endpointScope {
+func (s *scenarioState) scopeFor(endpoint string, onTransition func(*endpointScope, detector.Transition), onWindow func(string, detector.Window)) *endpointScope {
 	if sc, ok := s.scopes[endpoint]; ok {
 		return sc
 	}
 	sc := &endpointScope{name: endpoint}
 	dcfg := s.cfg.Detector
 	dcfg.OnTransition = func(t detector.Transition) { onTransition(sc, t) }
+	if onWindow != nil {
+		dcfg.OnWindow = func(w detector.Window) { onWindow(endpoint, w) }
+	}
 	det, err := detector.New(dcfg)
 	if err != nil {
 		// the configuration was validated at init; this cannot happen

@@ -20,7 +20,25 @@ func (rs *runState) summary() map[string]any {
 		scenarios[name] = st.summary()
 		st.mu.Unlock()
 	}
+	var started any
+	rs.mu.RLock()
+	var first time.Time
+	for _, st := range rs.scenarios {
+		st.mu.Lock()
+		if !st.start.IsZero() && (first.IsZero() || st.start.Before(first)) {
+			first = st.start
+		}
+		st.mu.Unlock()
+	}
+	rs.mu.RUnlock()
+	if !first.IsZero() {
+		started = first.UTC().Format(time.RFC3339Nano)
+	}
 	return map[string]any{
+		"run_started":                       started,
+		"requests":                          rs.bd.requests(),
+		"connection_cold_start":             rs.bd.connectionColdStart(),
+		"tracked":                           rs.bd.trackedSummary(),
 		"scenarios":                         scenarios,
 		"dropped_samples":                   rs.dropped.Load(),
 		"untagged_samples_without_scenario": rs.noScenarioTag.Load(),

@@ -1,0 +1,15 @@
+# The demo game-challenge service (cmd/demo-service).
+# Build context: the repository root.
+FROM golang:1.26.8-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -o /out/demo-service ./cmd/demo-service
+
+FROM debian:12.7-slim
+RUN useradd --uid 12345 --create-home demo
+COPY --from=build /out/demo-service /usr/bin/demo-service
+USER demo
+EXPOSE 8080 9090
+ENTRYPOINT ["demo-service"]

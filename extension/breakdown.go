@@ -1,0 +1,281 @@
+package extension
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/xk6-regime/xk6-regime/detector"
+	"go.k6.io/k6/v2/metrics"
+)
+
+// Request metrics the breakdown learns from. The latency metrics carry the
+// status tag (errors); connecting and TLS times > 0 mark requests that
+// opened a new connection (the client side of the connection-pool cold start).
+const (
+	httpReqConnectingMetric = "http_req_connecting"
+	httpReqTLSMetric        = "http_req_tls_handshaking"
+)
+
+// breakdownKey identifies one cell of the request breakdown.
+type breakdownKey struct {
+	scenario, phase, regime, endpoint, proto string
+}
+
+// requestCell aggregates the requests of one cell.
+type requestCell struct {
+	count, errors, status5xx, noResponse int64
+	hist                                 *detector.Histogram
+	newConns                             int64
+	connectMs, tlsMs                     float64
+	firstNewConn, lastNewConn            time.Time
+}
+
+// breakdown holds per scenario x phase x regime x endpoint request figures
+// (count, errors, latency distribution, new connections) and per-phase
+// aggregates of tracked custom metrics (the service-side probe). It is fed
+// by k6's metrics engine goroutine; mu guards everything.
+type breakdown struct {
+	mu      sync.Mutex
+	cells   map[breakdownKey]*requestCell
+	tracked map[string]map[string]*trackedCell // metric -> phase -> aggregate
+	start   time.Time                          // first sample seen
+}
+
+// trackedCell aggregates one tracked metric in one phase.
+type trackedCell struct {
+	kind           metrics.MetricType
+	count          int64
+	sum, last, max float64
+	lastAt         time.Time
+}
+
+func newBreakdown() *breakdown {
+	return &breakdown{cells: make(map[breakdownKey]*requestCell), tracked: make(map[string]map[string]*trackedCell)}
+}
+
+func (b *breakdown) keyOf(s metrics.Sample, proto string) breakdownKey {
+	k := breakdownKey{proto: proto}
+	k.scenario, _ = s.Tags.Get(scenarioTag)
+	k.phase, _ = s.Tags.Get("phase")
+	k.regime, _ = s.Tags.Get(regimeTag)
+	k.endpoint, _ = s.Tags.Get("endpoint")
+	if k.endpoint == "" {
+		k.endpoint, _ = s.Tags.Get("name")
+	}
+	return k
+}
+
+func (b *breakdown) cell(k breakdownKey) *requestCell {
+	c := b.cells[k]
+	if c == nil {
+		h, err := detector.NewHistogram(0.001, 600_000, 2)
+		if err != nil {
+			panic(err) // constant, valid arguments
+		}
+		c = &requestCell{hist: h}
+		b.cells[k] = c
+	}
+	return c
+}
+
+func (b *breakdown) noteTime(t time.Time) {
+	if b.start.IsZero() || t.Before(b.start) {
+		b.start = t
+	}
+}
+
+// addLatency records one http_req_duration or grpc_req_duration sample.
+func (b *breakdown) addLatency(s metrics.Sample, proto string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.noteTime(s.Time)
+	c := b.cell(b.keyOf(s, proto))
+	c.count++
+	c.hist.Record(s.Value)
+	status, _ := s.Tags.Get("status")
+	if proto == "http" {
+		code, _ := strconv.Atoi(status)
+		switch {
+		case code == 0:
+			c.errors++
+			c.noResponse++ // connection refused, reset, EOF, timeout
+		case code >= 500:
+			c.errors++
+			c.status5xx++
+		case code >= 400:
+			c.errors++
+		}
+	} else if status != "" && status != "0" { // gRPC status code; 0 is OK
+		c.errors++
+		if status == "14" { // UNAVAILABLE: the service's overload answer
+			c.status5xx++
+		}
+	}
+}
+
+// addConnect records the connecting or TLS time of an HTTP request; a
+// positive value means the request opened a new connection.
+func (b *breakdown) addConnect(s metrics.Sample, tls bool) {
+	if s.Value <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.cell(b.keyOf(s, "http"))
+	if tls {
+		c.tlsMs += s.Value
+		return
+	}
+	c.newConns++
+	c.connectMs += s.Value
+	if c.firstNewConn.IsZero() || s.Time.Before(c.firstNewConn) {
+		c.firstNewConn = s.Time
+	}
+	if s.Time.After(c.lastNewConn) {
+		c.lastNewConn = s.Time
+	}
+}
+
+// addTracked records a sample of a tracked custom metric by phase.
+func (b *breakdown) addTracked(s metrics.Sample) {
+	phase, _ := s.Tags.Get("phase")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	byPhase := b.tracked[s.Metric.Name]
+	if byPhase == nil {
+		byPhase = make(map[string]*trackedCell)
+		b.tracked[s.Metric.Name] = byPhase
+	}
+	c := byPhase[phase]
+	if c == nil {
+		c = &trackedCell{kind: s.Metric.Type}
+		byPhase[phase] = c
+	}
+	if c.count == 0 || s.Value > c.max {
+		c.max = s.Value
+	}
+	c.count++
+	c.sum += s.Value
+	if !s.Time.Before(c.lastAt) {
+		c.last, c.lastAt = s.Value, s.Time
+	}
+}
+
+// requests lists the request cells, sorted, for the summary.
+func (b *breakdown) requests() []any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	keys := make([]breakdownKey, 0, len(b.cells))
+	for k := range b.cells {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, c := keys[i], keys[j]
+		if a.scenario != c.scenario {
+			return a.scenario < c.scenario
+		}
+		if a.endpoint != c.endpoint {
+			return a.endpoint < c.endpoint
+		}
+		return regimeOrder(a.regime) < regimeOrder(c.regime)
+	})
+	out := make([]any, 0, len(keys))
+	for _, k := range keys {
+		c := b.cells[k]
+		row := map[string]any{
+			"scenario": k.scenario, "phase": k.phase, "regime": k.regime, "endpoint": k.endpoint, "protocol": k.proto,
+			"count": c.count, "errors": c.errors, "status_5xx": c.status5xx, "no_response": c.noResponse,
+			"error_rate":      nil,
+			"new_connections": c.newConns, "connect_ms": c.connectMs, "tls_ms": c.tlsMs,
+			"last_new_connection_ms": nil,
+		}
+		if c.count > 0 {
+			row["error_rate"] = float64(c.errors) / float64(c.count)
+			for _, q := range []struct {
+				name string
+				q    float64
+			}{{"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p99_9", 99.9}} {
+				row[q.name] = c.hist.Quantile(q.q)
+			}
+			row["max"] = c.hist.Max()
+		}
+		if !c.lastNewConn.IsZero() {
+			row["last_new_connection_ms"] = ms(c.lastNewConn.Sub(b.start))
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// connectionColdStart sums, per phase, the requests that opened a new
+// connection: how many, the connect and TLS time they added, and when the
+// last one happened (ms from the first request of the run).
+func (b *breakdown) connectionColdStart() map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	type agg struct {
+		n, requests, errors, s5xx, noResp int64
+		connect, tls                      float64
+		last                              time.Time
+		byRegime                          map[string]int64
+		errByRegime                       map[string]int64
+	}
+	phases := map[string]*agg{}
+	for k, c := range b.cells {
+		a := phases[k.phase]
+		if a == nil {
+			a = &agg{byRegime: map[string]int64{}, errByRegime: map[string]int64{}}
+			phases[k.phase] = a
+		}
+		a.n += c.newConns
+		a.requests += c.count
+		a.errors += c.errors
+		a.s5xx += c.status5xx
+		a.noResp += c.noResponse
+		a.connect += c.connectMs
+		a.tls += c.tlsMs
+		a.byRegime[k.regime] += c.newConns
+		a.errByRegime[k.regime] += c.errors
+		if c.lastNewConn.After(a.last) {
+			a.last = c.lastNewConn
+		}
+	}
+	out := map[string]any{}
+	for phase, a := range phases {
+		row := map[string]any{
+			"requests": a.requests, "new_connections": a.n, "connect_ms": a.connect, "tls_ms": a.tls,
+			"new_connections_by_regime": a.byRegime,
+			"errors":                    a.errors, "status_5xx": a.s5xx, "no_response": a.noResp, "errors_by_regime": a.errByRegime,
+			"last_new_connection_ms": nil,
+		}
+		if !a.last.IsZero() {
+			row["last_new_connection_ms"] = ms(a.last.Sub(b.start))
+		}
+		out[phase] = row
+	}
+	return out
+}
+
+// trackedSummary gives, per tracked metric and phase: count, sum, last, max.
+func (b *breakdown) trackedSummary() map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[string]any{}
+	for name, byPhase := range b.tracked {
+		m := map[string]any{}
+		for phase, c := range byPhase {
+			m[phase] = map[string]any{"type": c.kind.String(), "count": c.count, "sum": c.sum, "last": c.last, "max": c.max}
+		}
+		out[name] = m
+	}
+	return out
+}
+
+func regimeOrder(r string) int {
+	if reg, ok := parseRegime(r); ok {
+		return int(reg)
+	}
+	return 3
+}

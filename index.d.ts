@@ -1,0 +1,72 @@
+// Types of the k6/x/regime JS module (xk6-regime).
+
+/** A regime: the phase of a run an iteration started in. */
+export type Regime = 'cold' | 'warmup' | 'steady';
+/** How a detector classes its series. */
+export type Class = 'undecided' | 'flat' | 'warmup' | 'slowdown' | 'no-steady-state';
+
+export interface ScenarioSettings {
+  /** One detector per scenario, or per scenario x endpoint tag. */
+  scope?: 'scenario' | 'endpoint';
+  /** What the detectors learn from (request is implied by scope endpoint). */
+  input?: 'iteration' | 'request' | 'observe';
+  /** Tag naming endpoints (default 'endpoint'). */
+  endpointTag?: string;
+  /** Detector options, snake_case as the `k6 x regime detect` flags (see detector/config.go). */
+  detector?: Record<string, number | string | boolean>;
+}
+
+export interface Settings extends ScenarioSettings {
+  /** auto: every iteration (default); wrap: only functions passed through wrap(); off: no tag. */
+  tagging?: 'auto' | 'wrap' | 'off';
+  /** Custom metrics aggregated per phase in the summary. */
+  track?: string[];
+  /** Per-scenario settings; keys must be scenarios of options.scenarios. */
+  scenarios?: Record<string, ScenarioSettings>;
+}
+
+/** Validate and install the settings (init context). Throws, naming every bad option. */
+export function configure(options: object, settings?: Settings): void;
+/** fn, setting the regime tag at each call (for tagging: 'wrap'). Init context. */
+export function wrap<F extends (...args: any[]) => any>(fn: F): F;
+/** Feed one measurement (> 0) to the detector of the VU's scenario (input: 'observe'). */
+export function observe(value: number): void;
+/** The regime tag of the running iteration. */
+export function current(): Regime;
+
+export interface Point { index: number; elapsed_ms: number }
+export interface Distribution {
+  count: number; sum_ms: number;
+  min: number | null; mean: number | null; p50: number | null; p90: number | null;
+  p95: number | null; p99: number | null; p99_9: number | null; max: number | null;
+}
+export interface ScenarioSummary {
+  scope: string; input: string; regime: Regime; iterations: number; untagged: number;
+  regimes: Record<Regime, Distribution>;
+  class: Class; cold_end: Point | null; steady_start: Point | null; declared_at: Point | null;
+  ttss_ms: number | null; declared_after_ms: number | null; steady: boolean; relapses: number;
+  cold_start: { duration_ms: number; iterations: number; excess_ms: number | null };
+  endpoints?: Record<string, object>;
+  transitions: Array<{ endpoint: string; kind: string; from: Regime; to: Regime; index: number; boundary: number; elapsed_ms: number }>;
+}
+export interface Summary {
+  run_started: string | null;
+  scenarios: Record<string, ScenarioSummary>;
+  /** per scenario x phase x regime x endpoint: count, errors, percentiles, new connections */
+  requests: Array<Record<string, string | number | null>>;
+  /** per phase: requests that opened new connections, their connect/TLS time, errors by regime */
+  connection_cold_start: Record<string, Record<string, unknown>>;
+  /** tracked metrics per phase: count, sum, last, max */
+  tracked: Record<string, Record<string, { type: string; count: number; sum: number; last: number; max: number }>>;
+  dropped_samples: number;
+}
+/** What the detectors found (for handleSummary). */
+export function summary(): Summary;
+/** Create dir and write the files (name -> text) in it; returns dir. */
+export function writeResults(dir: string, files: Record<string, string>): string;
+
+declare const regime: {
+  configure: typeof configure; wrap: typeof wrap; observe: typeof observe; current: typeof current;
+  summary: typeof summary; writeResults: typeof writeResults;
+};
+export default regime;

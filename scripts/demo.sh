@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# make demo: start the demo service on 127.0.0.1 (embedded database), run the
+# combined scenario on the short profile against it, stop the service. The
+# exit status is k6's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+HTTP_ADDR=${DEMO_HTTP_ADDR:-127.0.0.1:18080}
+GRPC_ADDR_=${DEMO_GRPC_ADDR:-127.0.0.1:19090}
+PROFILE=${PROFILE:-short}
+VARIANT=${VARIANT:-gradual}
+log=$(mktemp -t demo-service.XXXXXX.log)
+
+./bin/demo-service -http-addr "$HTTP_ADDR" -grpc-addr "$GRPC_ADDR_" 2>"$log" &
+svc=$!
+trap 'kill -TERM $svc 2>/dev/null; wait $svc 2>/dev/null || true' EXIT
+
+# wait (bounded) until the service answers
+for _ in $(seq 1 100); do
+  if curl -fsS "http://$HTTP_ADDR/healthz" >/dev/null 2>&1; then break; fi
+  if ! kill -0 $svc 2>/dev/null; then echo "demo: the service did not start:"; cat "$log"; exit 1; fi
+  sleep 0.1
+done
+
+set +e
+BASE_URL="http://$HTTP_ADDR" GRPC_ADDR="$GRPC_ADDR_" PROFILE="$PROFILE" VARIANT="$VARIANT" \
+  ./k6 run --no-usage-report scenarios/combined.js
+code=$?
+set -e
+latest=$(ls -1dt results/*/ 2>/dev/null | head -1)
+echo
+echo "demo: k6 exited with $code; results in ${latest:-results/} (service log: $log)"
+exit $code

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what the tests need on a fresh Debian machine. Idempotent; needs
+# root for apt-get (CI runs as root). Prints what it does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+[ -x /usr/lib/postgresql/15/bin/initdb ] || need_apt+=(postgresql)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "deps: missing Debian packages: ${need_apt[*]} (run as root: apt-get install -y ${need_apt[*]})" >&2
+    exit 1
+  fi
+  echo "deps: apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+# a real InfluxDB OSS 1.8 for the output's end-to-end tests (Go module proxy, ~40 s once)
+./scripts/influxd.sh install
+echo "deps: ok"

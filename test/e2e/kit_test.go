@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xk6-regime/xk6-regime/internal/pgtest"
+)
+
+var (
+	demoOnce sync.Once
+	demoPath string
+	demoErr  error
+)
+
+// demoBinary returns the demo service: $DEMO_BIN, or built once per run.
+func demoBinary(tb testing.TB) string {
+	tb.Helper()
+	if p := os.Getenv("DEMO_BIN"); p != "" {
+		return p
+	}
+	demoOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "xk6-regime-demo-")
+		if err != nil {
+			demoErr = err
+			return
+		}
+		demoPath = filepath.Join(dir, "demo-service")
+		cmd := exec.Command("go", "build", "-o", demoPath, "./cmd/demo-service")
+		cmd.Dir = repoRoot(tb)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			demoErr = fmt.Errorf("building the demo service: %w\n%s", err, out)
+		}
+	})
+	require.NoError(tb, demoErr)
+	return demoPath
+}
+
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(tb, err)
+	addr := ln.Addr().String()
+	require.NoError(tb, ln.Close())
+	return addr
+}
+
+// demoService is a running demo service on 127.0.0.1.
+type demoService struct {
+	httpAddr, grpcAddr string
+	log                *bytes.Buffer
+}
+
+// startDemo starts the demo service with extra flags and env, waits (bounded)
+// until it answers, and stops it with SIGTERM at cleanup.
+func startDemo(tb testing.TB, env []string, flags ...string) *demoService {
+	tb.Helper()
+	d := &demoService{httpAddr: freeAddr(tb), grpcAddr: freeAddr(tb), log: &bytes.Buffer{}}
+	args := append([]string{"-http-addr", d.httpAddr, "-grpc-addr", d.grpcAddr}, flags...)
+	cmd := exec.Command(demoBinary(tb), args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = d.log
+	require.NoError(tb, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get("http://" + d.httpAddr + "/healthz") //nolint:noctx
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return d
+			}
+		}
+		select {
+		case err := <-exited:
+			tb.Fatalf("demo service exited: %v\n%s", err, d.log.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		require.True(tb, time.Now().Before(deadline), "demo service did not answer /healthz:\n%s", d.log.String())
+	}
+}
+
+// kitResult is a run of scenarios/combined.js and its summary.json.
+type kitResult struct {
+	k6Result
+	Summary kitSummary
+}
+
+type phaseColdStart struct {
+	Requests       int64            `json:"requests"`
+	NewConnections int64            `json:"new_connections"`
+	Errors         int64            `json:"errors"`
+	Status5xx      int64            `json:"status_5xx"`
+	ErrorsByRegime map[string]int64 `json:"errors_by_regime"`
+}
+
+type kitSummary struct {
+	RunID      string                     `json:"run_id"`
+	Thresholds map[string]map[string]bool `json:"thresholds"`
+	Regime     struct {
+		Scenarios map[string]struct {
+			Class   string `json:"class"`
+			Steady  bool   `json:"steady"`
+			Regimes map[string]struct {
+				Count int64 `json:"count"`
+			} `json:"regimes"`
+		} `json:"scenarios"`
+		ConnectionColdStart map[string]phaseColdStart                  `json:"connection_cold_start"`
+		Tracked             map[string]map[string]struct{ Sum float64 } `json:"tracked"`
+		Requests            []struct {
+			Phase    string `json:"phase"`
+			Regime   string `json:"regime"`
+			Endpoint string `json:"endpoint"`
+			Count    int64  `json:"count"`
+		} `json:"requests"`
+	} `json:"regime"`
+}
+
+// runKit runs scenarios/combined.js on the smoke profile against d.
+func runKit(t *testing.T, d *demoService, variant string) kitResult {
+	t.Helper()
+	results := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, k6Binary(t), "run", "--no-usage-report", "--log-format", "raw", "scenarios/combined.js")
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(), "PROFILE=smoke", "VARIANT="+variant, "RESULTS_DIR="+results,
+		"BASE_URL=http://"+d.httpAddr, "GRPC_ADDR="+d.grpcAddr, "K6_NO_USAGE_REPORT=true")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "k6 timed out")
+	res := kitResult{k6Result: k6Result{Stdout: stdout.String(), Stderr: stderr.String(), Dir: results}}
+	if exitErr, ok := err.(*exec.ExitError); ok { //nolint:errorlint
+		res.ExitCode = exitErr.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	dirs, err := filepath.Glob(filepath.Join(results, "*", "summary.json"))
+	require.NoError(t, err)
+	require.Len(t, dirs, 1, "one results/<run id>/summary.json; stdout:\n%s\nstderr:\n%s", res.Stdout, res.Stderr)
+	b, err := os.ReadFile(dirs[0])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &res.Summary))
+	return res
+}
+
+// TestKitEmbedded: the kit against the demo service's embedded database,
+// as `make demo` runs it: every phase has regimes, gameplay reaches steady
+// state, the gates pass, and the cold-start section shows the pool filling
+// during warmup and init.
+func TestKitEmbedded(t *testing.T) {
+	d := startDemo(t, nil)
+	res := runKit(t, d, "gradual")
+	require.Equal(t, 0, res.ExitCode, "stdout:\n%s\nstderr:\n%s", res.Stdout, res.Stderr)
+	sc := res.Summary.Regime.Scenarios
+	for _, name := range []string{"warmup", "init", "gameplay_api", "gameplay_events"} {
+		require.Contains(t, sc, name)
+		var n int64
+		for _, r := range sc[name].Regimes {
+			n += r.Count
+		}
+		require.Positive(t, n, "scenario %s ran no iteration", name)
+	}
+	require.True(t, sc["gameplay_api"].Steady, "gameplay_api steady")
+	require.True(t, sc["gameplay_events"].Steady, "gameplay_events steady")
+	require.Positive(t, sc["gameplay_api"].Regimes["steady"].Count)
+
+	cs := res.Summary.Regime.ConnectionColdStart
+	require.Positive(t, cs["warmup"].NewConnections, "client-side new connections in warmup")
+	pool := res.Summary.Regime.Tracked["service_pool_new_conns"]
+	require.Positive(t, pool["warmup"].Sum+pool["init"].Sum, "service-side pool growth during warmup and init: %+v", pool)
+
+	// the gameplay gate judges steady samples only, per endpoint
+	require.True(t, res.Summary.Thresholds["http_req_duration{endpoint:initialize,phase:gameplay,regime:steady}"]["p(95)<50"])
+	require.True(t, res.Summary.Thresholds["regime_steady{scenario:gameplay_api}"]["rate==1"])
+	require.Contains(t, res.Stdout, "Cold start (connection pool), per phase:")
+	require.Contains(t, res.Stdout, "Regimes per scenario")
+}
+
+// TestKitPostgres: the same kit against the service backed by a real
+// PostgreSQL (its own cluster on 127.0.0.1).
+func TestKitPostgres(t *testing.T) {
+	dsn := pgtest.Start(t)
+	d := startDemo(t, []string{"DATABASE_URL=" + dsn})
+	res := runKit(t, d, "gradual")
+	require.Equal(t, 0, res.ExitCode, "stdout:\n%s\nstderr:\n%s\nservice:\n%s", res.Stdout, res.Stderr, d.log.String())
+	require.True(t, res.Summary.Regime.Scenarios["gameplay_api"].Steady)
+	pool := res.Summary.Regime.Tracked["service_pool_new_conns"]
+	require.Positive(t, pool["warmup"].Sum+pool["init"].Sum, "pgx pool growth during warmup and init: %+v", pool)
+	require.Contains(t, d.log.String(), "postgres")
+}
+
+// TestKitBurstVersusGradual: against a service with a slow database
+// handshake (400 ms) and a short acquire timeout (300 ms), the instant burst
+// fails more requests in its cold start than the gradual warm-up; those
+// errors land in the cold-start section and init's cold regime, while the
+// gameplay gate still judges steady samples only.
+func TestKitBurstVersusGradual(t *testing.T) {
+	flags := []string{"-pool-max", "20", "-conn-setup", "400ms", "-acquire-timeout", "300ms"}
+	coldErrors := func(r kitResult) int64 {
+		var n int64
+		for phase, c := range r.Summary.Regime.ConnectionColdStart {
+			if phase == "warmup" || phase == "init" {
+				n += c.Errors
+			}
+		}
+		return n
+	}
+	gradual := runKit(t, startDemo(t, nil, flags...), "gradual")
+	burst := runKit(t, startDemo(t, nil, flags...), "instant-burst")
+
+	t.Logf("cold-start errors: gradual %d, instant burst %d", coldErrors(gradual), coldErrors(burst))
+	require.Less(t, coldErrors(gradual), coldErrors(burst))
+	initCS := burst.Summary.Regime.ConnectionColdStart["init"]
+	require.Positive(t, initCS.Status5xx, "503s from the exhausted pool")
+	require.Positive(t, initCS.ErrorsByRegime["cold"]+initCS.ErrorsByRegime["warmup"],
+		"the burst's errors belong to init's cold start, not its steady state: %+v", initCS.ErrorsByRegime)
+	require.NotContains(t, burst.Summary.Regime.Scenarios, "warmup", "instant burst has no warm-up phase")
+	// gameplay thresholds exist only on steady samples
+	for key := range burst.Summary.Thresholds {
+		if bytes.Contains([]byte(key), []byte("phase:gameplay")) && bytes.Contains([]byte(key), []byte("_duration")) {
+			require.Contains(t, key, "regime:steady")
+		}
+	}
+}
