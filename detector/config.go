@@ -1,0 +1,208 @@
+package detector
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Duration is a time.Duration that reads and writes JSON as a Go duration
+// string ("1.5s"); it also reads a plain number of nanoseconds.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string such as "1.5s".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads "1.5s" or a number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("duration must be a string like \"1s\" or a number of nanoseconds, got %s", b)
+	}
+	*d = Duration(n)
+	return nil
+}
+
+// Config holds every tunable of a Detector. Start from DefaultConfig; the json
+// names are the option names used everywhere (JSON, CLI flags in kebab-case,
+// error messages).
+type Config struct {
+	// WindowMin is the minimum number of observations in a window.
+	WindowMin int `json:"window_min"`
+	// WindowMinDuration is the minimum time span of a window (0 = count only).
+	// A window closes when it has WindowMin observations AND spans at least
+	// this long, so slow and fast series both get meaningful windows.
+	WindowMinDuration Duration `json:"window_min_duration"`
+	// MaxWindows bounds the ring of per-window summaries; when it is full the
+	// older half is merged pairwise, so memory is bounded for any run length.
+	MaxWindows int `json:"max_windows"`
+	// MedianTolerance is the relative band (0.05 = 5%) within which window
+	// medians count as the same level.
+	MedianTolerance float64 `json:"median_tolerance"`
+	// TailTolerance is the relative band for the window tail quantile
+	// (0 disables the tail gate).
+	TailTolerance float64 `json:"tail_tolerance"`
+	// MeanTolerance is the relative band for the window mean, which sees
+	// how often outliers (GC, JIT) occur where the median does not (0
+	// disables the mean gate).
+	MeanTolerance float64 `json:"mean_tolerance"`
+	// DispersionRatio: a segment whose window means scatter more than this
+	// many times the variance their within-window variance explains is not
+	// steady (bursts of outliers); 0 disables the check.
+	DispersionRatio float64 `json:"dispersion_ratio"`
+	// CusumAllowance is the CUSUM allowance (reference value k) in units of
+	// the tolerance: deviations smaller than this share of the tolerance
+	// do not accumulate.
+	CusumAllowance float64 `json:"cusum_allowance"`
+	// MSER5 refines a steady start that falls among the first 128
+	// observations with MSER-5 truncation.
+	MSER5 bool `json:"mser5"`
+	// RelapseOnMean also reports a relapse when the window mean (outlier
+	// frequency) shifts, not only the median.
+	RelapseOnMean bool `json:"relapse_on_mean"`
+	// RelapseOnTail also reports a relapse when the window tail quantile
+	// shifts (a new slow path), not only the median.
+	RelapseOnTail bool `json:"relapse_on_tail"`
+	// MinSteadyFraction: a steady segment must span at least this fraction
+	// of all observations seen so far before it is declared (0 disables).
+	MinSteadyFraction float64 `json:"min_steady_fraction"`
+	// TailQuantile is the requested tail quantile in percent (99.9). It is
+	// capped per window so that at least TailMinAbove samples lie above it.
+	TailQuantile float64 `json:"tail_quantile"`
+	// TailMinAbove is the number of samples a window must have above its
+	// tail quantile for that quantile to mean something.
+	TailMinAbove int `json:"tail_min_above"`
+	// NoiseZ widens both tolerances to NoiseZ robust standard deviations of
+	// the window-to-window noise when that is larger than the tolerance
+	// (0 disables noise adaptation).
+	NoiseZ float64 `json:"noise_z"`
+	// StableWindows is how many consecutive windows a segment needs, with
+	// stable median and tail, before steady state is declared.
+	StableWindows int `json:"stable_windows"`
+	// RelapseWindows is how many windows a level shift must persist before a
+	// relapse (steady -> warmup) is reported.
+	RelapseWindows int `json:"relapse_windows"`
+	// ColdFactor: an initial observation more than ColdFactor times slower
+	// than a later one belongs to the cold tail.
+	ColdFactor float64 `json:"cold_factor"`
+	// ColdConfirm is how many consecutive non-cold observations end the cold
+	// tail.
+	ColdConfirm int `json:"cold_confirm"`
+	// ColdMax is the longest possible cold tail, in observations.
+	ColdMax int `json:"cold_max"`
+	// NoSteadyWindows is the number of windows after which a series that
+	// has not settled is classed no-steady-state (it may still settle later).
+	NoSteadyWindows int `json:"no_steady_windows"`
+	// SigDigits is the HDR histogram precision of the windows.
+	SigDigits int `json:"sig_digits"`
+	// DynamicRange: windows track values from first/DynamicRange to
+	// first*DynamicRange, where first is the first observation; values
+	// outside are clamped and counted in OutOfRange.
+	DynamicRange float64 `json:"dynamic_range"`
+
+	// OnTransition, if set, is called synchronously inside Observe for every
+	// regime change.
+	OnTransition func(Transition) `json:"-"`
+	// OnWindow, if set, is called synchronously inside Observe whenever a
+	// window closes.
+	OnWindow func(Window) `json:"-"`
+}
+
+const (
+	coldBufSize    = 256
+	maxColdConfirm = 32
+)
+
+// DefaultConfig returns the defaults, meant to work untuned on k6 iteration
+// timings and JMH-style microbenchmark series.
+func DefaultConfig() Config {
+	return Config{
+		WindowMin:         50,
+		MaxWindows:        256,
+		MedianTolerance:   0.03,
+		TailTolerance:     0.10,
+		MeanTolerance:     0.05,
+		MinSteadyFraction: 1.0 / 6,
+		RelapseOnMean:     true,
+		DispersionRatio:   2,
+		CusumAllowance:    1,
+		MSER5:             true,
+		TailQuantile:      99.9,
+		TailMinAbove:      5,
+		NoiseZ:            2,
+		StableWindows:     8,
+		RelapseWindows:    3,
+		ColdFactor:        1.5,
+		ColdConfirm:       5,
+		ColdMax:           50,
+		NoSteadyWindows:   40,
+		SigDigits:         2,
+		DynamicRange:      1e4,
+	}
+}
+
+// Validate reports every invalid option, each error naming the option by its
+// json name and giving the valid range.
+func (c Config) Validate() []error {
+	var errs []error
+	intIn := func(name string, v, lo, hi int) {
+		if v < lo || v > hi {
+			errs = append(errs, fmt.Errorf("%s must be in %d..%d, got %d", name, lo, hi, v))
+		}
+	}
+	// open/closed float ranges; NaN always fails.
+	floatIn := func(name string, v, lo, hi float64, loOpen bool) {
+		ok := v <= hi && !math.IsNaN(v)
+		if loOpen {
+			ok = ok && v > lo
+		} else {
+			ok = ok && v >= lo
+		}
+		if !ok {
+			lb := "["
+			if loOpen {
+				lb = "("
+			}
+			errs = append(errs, fmt.Errorf("%s must be in %s%g, %g], got %g", name, lb, lo, hi, v))
+		}
+	}
+	intIn("window_min", c.WindowMin, 8, 1<<30)
+	if c.WindowMinDuration < 0 {
+		errs = append(errs, fmt.Errorf("window_min_duration must be >= 0, got %s", time.Duration(c.WindowMinDuration)))
+	}
+	intIn("max_windows", c.MaxWindows, 32, 1<<16)
+	floatIn("median_tolerance", c.MedianTolerance, 0, 1, true)
+	floatIn("tail_tolerance", c.TailTolerance, 0, 10, false)
+	floatIn("mean_tolerance", c.MeanTolerance, 0, 10, false)
+	floatIn("min_steady_fraction", c.MinSteadyFraction, 0, 0.9, false)
+	floatIn("tail_quantile", c.TailQuantile, 50, 100, true)
+	intIn("tail_min_above", c.TailMinAbove, 1, 1<<20)
+	floatIn("noise_z", c.NoiseZ, 0, 10, false)
+	floatIn("dispersion_ratio", c.DispersionRatio, 0, 1000, false)
+	floatIn("cusum_allowance", c.CusumAllowance, 0, 1, false)
+	intIn("stable_windows", c.StableWindows, 2, 1000)
+	intIn("relapse_windows", c.RelapseWindows, 2, 1000)
+	floatIn("cold_factor", c.ColdFactor, 1, 1e6, true)
+	intIn("cold_confirm", c.ColdConfirm, 1, maxColdConfirm)
+	intIn("cold_max", c.ColdMax, 1, coldBufSize)
+	intIn("no_steady_windows", c.NoSteadyWindows, 1, 1<<30)
+	intIn("sig_digits", c.SigDigits, 1, 4)
+	floatIn("dynamic_range", c.DynamicRange, 10, 1e6, false)
+	if c.StableWindows > 0 && c.MaxWindows > 0 && c.StableWindows*2 > c.MaxWindows {
+		errs = append(errs, fmt.Errorf("stable_windows (%d) must be at most half of max_windows (%d)", c.StableWindows, c.MaxWindows))
+	}
+	return errs
+}

@@ -1,0 +1,370 @@
+package detector
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// gen builds a synthetic series of n values from level(i) times noise.
+type gen func(r *rand.Rand, n int) []float64
+
+func lognormal(r *rand.Rand, sigma float64) float64 {
+	return math.Exp(sigma*r.NormFloat64() - sigma*sigma/2)
+}
+
+func series(n int, seed uint64, f func(r *rand.Rand, i int) float64) []float64 {
+	r := rand.New(rand.NewPCG(seed, 7))
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = f(r, i)
+	}
+	return out
+}
+
+type runResult struct {
+	snap        Snapshot
+	hind        Snapshot
+	transitions []Transition
+	windows     []Window
+}
+
+// run feeds xs at 1 ms spacing (k6-like) and collects hooks.
+func run(tb testing.TB, cfg Config, xs []float64) runResult {
+	tb.Helper()
+	var res runResult
+	cfg.OnTransition = func(tr Transition) { res.transitions = append(res.transitions, tr) }
+	cfg.OnWindow = func(w Window) { res.windows = append(res.windows, w) }
+	d, err := New(cfg)
+	require.NoError(tb, err)
+	for i, v := range xs {
+		before := d.Regime()
+		got := d.Observe(int64(i)*1e6, v)
+		require.Equal(tb, before, got, "Observe must return the regime in force when the observation arrived")
+	}
+	res.snap = d.Snapshot()
+	res.hind = d.Hindsight()
+	require.Equal(tb, res.snap, d.Snapshot(), "Hindsight must not change online state")
+	checkInvariants(tb, res, int64(len(xs)))
+	return res
+}
+
+// checkInvariants: regimes only move forward except through a reported
+// relapse; steady_start <= declared_at; counts sum to N.
+func checkInvariants(tb testing.TB, res runResult, n int64) {
+	tb.Helper()
+	s := res.snap
+	require.Equal(tb, n, s.N)
+	require.Equal(tb, n, s.Counts[0]+s.Counts[1]+s.Counts[2])
+	if s.SteadyStart != nil {
+		require.NotNil(tb, s.DeclaredAt)
+		require.LessOrEqual(tb, s.SteadyStart.Index, s.DeclaredAt.Index)
+		require.Equal(tb, Steady, s.Regime)
+	}
+	if s.ColdEnd != nil && s.SteadyStart != nil {
+		require.LessOrEqual(tb, s.ColdEnd.Index, s.SteadyStart.Index)
+	}
+	cur := Cold
+	relapses := 0
+	for _, tr := range res.transitions {
+		require.Equal(tb, cur, tr.From, "transition from the regime in force")
+		require.LessOrEqual(tb, tr.Boundary.Index, tr.At.Index)
+		switch tr.Kind {
+		case KindColdEnd:
+			require.Equal(tb, Cold, tr.From)
+			require.Equal(tb, Warmup, tr.To)
+		case KindSteady:
+			require.Equal(tb, Warmup, tr.From)
+			require.Equal(tb, Steady, tr.To)
+		case KindRelapse:
+			require.Equal(tb, Steady, tr.From)
+			require.Equal(tb, Warmup, tr.To)
+			relapses++
+		default:
+			tb.Fatalf("unknown transition kind %q", tr.Kind)
+		}
+		cur = tr.To
+	}
+	require.Equal(tb, cur, s.Regime)
+	require.Equal(tb, min(relapses, maxStoredRelapses), len(s.Relapses))
+	for i, w := range res.windows {
+		require.Equal(tb, i, w.Seq)
+		require.Positive(tb, w.N)
+		require.LessOrEqual(tb, w.TailQuantile, 99.9)
+		require.GreaterOrEqual(tb, w.Tail, w.Median)
+	}
+	require.Equal(tb, len(res.windows), s.Windows)
+}
+
+func TestDetectorSynthetic(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	for _, tc := range []struct {
+		name string
+		xs   []float64
+		// expectations; steady range is inclusive, -1 max = no steady state
+		steadyMin, steadyMax int64
+		class                Class
+		coldMin, coldMax     int64
+	}{
+		{
+			name: "flat", class: Flat, steadyMin: 0, steadyMax: 60, coldMin: 0, coldMax: 0,
+			xs: series(n, 1, func(r *rand.Rand, i int) float64 { return 10 * lognormal(r, 0.05) }),
+		},
+		{
+			name: "exponential cold tail", class: Flat, steadyMin: 3, steadyMax: 60, coldMin: 3, coldMax: 10,
+			xs: series(n, 2, func(r *rand.Rand, i int) float64 {
+				return (1 + 30*math.Exp(-float64(i)/1.5)) * lognormal(r, 0.03)
+			}),
+		},
+		{
+			name: "warm-up transient", class: ClassWarmup, steadyMin: 450, steadyMax: 800, coldMax: 5,
+			xs: series(n, 3, func(r *rand.Rand, i int) float64 {
+				return 1e-8 * (1 + math.Max(0, 1-float64(i)/600)) * lognormal(r, 0.05)
+			}),
+		},
+		{
+			name: "slowdown", class: Slowdown, steadyMin: 150, steadyMax: 300, coldMax: 5,
+			xs: series(n, 4, func(r *rand.Rand, i int) float64 {
+				l := 5000.0
+				if i >= 150 {
+					l = 7500
+				}
+				return l * lognormal(r, 0.05)
+			}),
+		},
+		{
+			name: "GC sawtooth is steady", class: Flat, steadyMin: 0, steadyMax: 150, coldMax: 5,
+			xs: series(n, 5, func(r *rand.Rand, i int) float64 {
+				return (1 + 0.6*float64(i%37)/37) * lognormal(r, 0.02)
+			}),
+		},
+		{
+			name: "heavy-tailed lognormal is steady", steadyMin: 0, steadyMax: 600,
+			xs: series(n, 6, func(r *rand.Rand, i int) float64 { return 20 * lognormal(r, 0.6) }),
+		},
+		{
+			name: "heavy-tailed pareto is steady", steadyMin: 0, steadyMax: 600,
+			xs: series(n, 7, func(r *rand.Rand, i int) float64 {
+				return 3 / math.Pow(1-r.Float64(), 1/2.5) // Pareto, alpha 2.5
+			}),
+		},
+		{
+			// 30% of requests take a slow path whose extra cost decays exponentially (30x to ~2x)
+			// by ~1500 observations: the median is settled from the start,
+			// the tail (p90 of 50-observation windows) only at ~1500.
+			name: "bimodal slow path: tail settles after median", steadyMin: 1000, steadyMax: 1700,
+			xs: series(n, 8, func(r *rand.Rand, i int) float64 {
+				v := 1.0
+				if r.Float64() < 0.3 {
+					v = 2 + 30*math.Exp(-float64(i)/300)
+				}
+				return v * lognormal(r, 0.03)
+			}),
+		},
+		{
+			name: "slow drift never settles", class: NoSteadyState, steadyMin: -1, steadyMax: -1,
+			xs: series(2*n, 9, func(r *rand.Rand, i int) float64 {
+				return (1 + float64(i)/1000) * lognormal(r, 0.03)
+			}),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := run(t, DefaultConfig(), tc.xs)
+			s := res.snap
+			require.NotNil(t, s.ColdEnd)
+			if tc.coldMax > 0 || tc.coldMin > 0 {
+				require.GreaterOrEqual(t, s.ColdEnd.Index, tc.coldMin, "cold_end")
+				require.LessOrEqual(t, s.ColdEnd.Index, tc.coldMax, "cold_end")
+			}
+			if tc.steadyMax < 0 {
+				require.Nil(t, s.SteadyStart, "no steady state expected; got %+v", s.SteadyStart)
+			} else {
+				require.NotNil(t, s.SteadyStart, "steady state expected (windows: %d)", s.Windows)
+				require.GreaterOrEqual(t, s.SteadyStart.Index, tc.steadyMin, "steady_start")
+				require.LessOrEqual(t, s.SteadyStart.Index, tc.steadyMax, "steady_start")
+				require.Empty(t, s.Relapses)
+			}
+			if tc.class != Undecided {
+				require.Equal(t, tc.class.String(), s.Class.String())
+			}
+		})
+	}
+}
+
+func TestDetectorShortSeries(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 5, 50, 120} {
+		xs := series(n, uint64(n), func(r *rand.Rand, i int) float64 { return 1 + r.Float64() })
+		res := run(t, DefaultConfig(), xs)
+		require.Nil(t, res.snap.SteadyStart)
+		require.Contains(t, []Class{Undecided}, res.snap.Class)
+		if n >= 5 {
+			require.NotNil(t, res.snap.ColdEnd)
+		}
+	}
+}
+
+func TestDetectorBadValuesCounted(t *testing.T) {
+	t.Parallel()
+	d, err := New(DefaultConfig())
+	require.NoError(t, err)
+	d.Observe(0, math.NaN())
+	d.Observe(1, -1)
+	d.Observe(2, 0)
+	d.Observe(3, math.Inf(1))
+	d.Observe(4, 1)
+	d.Observe(5, 1e12) // beyond the dynamic range of the first value
+	s := d.Snapshot()
+	require.EqualValues(t, 6, s.N)
+	require.EqualValues(t, 5, s.OutOfRange)
+}
+
+func TestDetectorRelapse(t *testing.T) {
+	t.Parallel()
+	// Steady at 1.0, then a lasting shift to 1.5 at 4000: one relapse, new
+	// steady state after it; a single wild window at 2000 is no relapse.
+	xs := series(8000, 11, func(r *rand.Rand, i int) float64 {
+		l := 1.0
+		if i >= 2000 && i < 2050 {
+			l = 3
+		}
+		if i >= 4000 {
+			l = 1.5
+		}
+		return l * lognormal(r, 0.03)
+	})
+	res := run(t, DefaultConfig(), xs)
+	s := res.snap
+	require.Len(t, s.Relapses, 1)
+	rl := s.Relapses[0]
+	require.InDelta(t, 4000, rl.Boundary.Index, 100)
+	require.InEpsilon(t, 1.0, rl.From, 0.05)
+	require.InEpsilon(t, 1.5, rl.To, 0.05)
+	require.NotNil(t, s.SteadyStart)
+	require.InDelta(t, 4000, s.SteadyStart.Index, 150)
+	require.Equal(t, Slowdown, s.Class)
+}
+
+func TestDetectorWindowByDuration(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	cfg.WindowMinDuration = Duration(1e9) // 1 s
+	var ws []Window
+	cfg.OnWindow = func(w Window) { ws = append(ws, w) }
+	d, err := New(cfg)
+	require.NoError(t, err)
+	// 1000 obs/s: windows must span 1 s = 1000 observations.
+	for i := range 10_000 {
+		d.Observe(int64(i)*1e6, 5)
+	}
+	require.Len(t, ws, 9)
+	for _, w := range ws {
+		require.GreaterOrEqual(t, w.Last.Time-w.First.Time, int64(1e9))
+		// p99.9 is supported by ~1000 samples with 5 above... capped at 99.5.
+		require.InDelta(t, 99.5, w.TailQuantile, 0.01)
+	}
+}
+
+func TestDetectorTailQuantileCapped(t *testing.T) {
+	t.Parallel()
+	d, err := New(DefaultConfig())
+	require.NoError(t, err)
+	require.InDelta(t, 90, d.tailQuantile(50), 1e-9)    // 5 of 50 above
+	require.InDelta(t, 99.9, d.tailQuantile(1e5), 1e-9) // plenty
+	require.Equal(t, 50.0, d.tailQuantile(8))
+}
+
+func TestDetectorMemoryBoundedRing(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	cfg.MaxWindows = 32
+	d, err := New(cfg)
+	require.NoError(t, err)
+	for i := range 200_000 {
+		d.Observe(int64(i), 1+float64(i%7)/100)
+	}
+	require.LessOrEqual(t, len(d.ring), 32)
+	require.Equal(t, 32, cap(d.ring))
+	// the ring still covers the whole run after the cold tail, in order
+	require.Equal(t, d.coldEnd.Index, d.ring[0].first.Index)
+	for j := 1; j < len(d.ring); j++ {
+		require.Equal(t, d.ring[j-1].last.Index+1, d.ring[j].first.Index)
+	}
+}
+
+// TestDetectorProperties drives random piecewise series and checks the
+// invariants (run checks them for every series).
+func TestDetectorProperties(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(40) {
+		r := rand.New(rand.NewPCG(seed, 99))
+		n := 100 + r.IntN(6000)
+		level := math.Exp(r.NormFloat64() * 5)
+		sigma := r.Float64() * 0.8
+		xs := make([]float64, n)
+		for i := range xs {
+			if r.Float64() < 0.002 {
+				level *= math.Exp(r.NormFloat64() * 0.3)
+			}
+			xs[i] = level * lognormal(r, sigma)
+		}
+		cfg := DefaultConfig()
+		cfg.WindowMin = 8 + r.IntN(100)
+		cfg.MaxWindows = 32 + r.IntN(100)
+		run(t, cfg, xs)
+	}
+}
+
+func TestDetectorRelapseOnTail(t *testing.T) {
+	t.Parallel()
+	// The median stays put; from 4000 on, 30% of requests take a 3x slow
+	// path, so the tail (p90) moves. The mean monitor is off to isolate
+	// the tail monitor.
+	xs := series(8000, 12, func(r *rand.Rand, i int) float64 {
+		v := 1.0
+		if i >= 4000 && r.Float64() < 0.3 {
+			v = 3
+		}
+		return v * lognormal(r, 0.03)
+	})
+	for _, tc := range []struct {
+		name     string
+		onTail   bool
+		relapses int
+	}{
+		{"tail monitor off", false, 0},
+		{"tail monitor on", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := DefaultConfig()
+			cfg.RelapseOnMean = false
+			cfg.RelapseOnTail = tc.onTail
+			res := run(t, cfg, xs)
+			require.Len(t, res.snap.Relapses, tc.relapses)
+			if tc.relapses > 0 {
+				require.InDelta(t, 4000, res.snap.Relapses[0].Boundary.Index, 100)
+			}
+		})
+	}
+}
+
+func TestDetectorHindsight(t *testing.T) {
+	t.Parallel()
+	xs := series(3000, 13, func(r *rand.Rand, i int) float64 {
+		return (1 + math.Max(0, 1-float64(i)/800)) * lognormal(r, 0.05)
+	})
+	res := run(t, DefaultConfig(), xs)
+	require.NotNil(t, res.hind.SteadyStart)
+	require.InDelta(t, 750, res.hind.SteadyStart.Index, 200)
+	require.Nil(t, res.hind.DeclaredAt)
+	require.Equal(t, ClassWarmup, res.hind.Class)
+	// online fields are the same as the Snapshot's
+	require.Equal(t, res.snap.N, res.hind.N)
+	require.Equal(t, res.snap.Counts, res.hind.Counts)
+	require.Equal(t, res.snap.Relapses, res.hind.Relapses)
+}

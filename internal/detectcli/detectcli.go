@@ -1,0 +1,303 @@
+// Package detectcli implements the `detect` command: it runs the steady-state
+// detector offline over CSV files and prints one JSON object per series.
+package detectcli
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.k6.io/k6/v2/errext"
+	"go.k6.io/k6/v2/errext/exitcodes"
+
+	"github.com/xk6-regime/xk6-regime/detector"
+)
+
+// options are the command's own flags besides the detector config.
+type options struct {
+	column   string
+	group    string
+	timeCol  string
+	timeUnit string
+	cfg      detector.Config
+}
+
+// NewCommand returns the `detect` cobra command writing results to stdout
+// and per-file errors to stderr. When any file or series fails, RunE returns
+// an error after every file has been processed (the exit status is 1).
+func NewCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &options{cfg: detector.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "detect [flags] FILE.csv[.gz]...",
+		Short: "Find cold end, warm-up and steady state in CSV series",
+		Long: `Runs the steady-state detector over numeric columns of CSV files (gzip is
+detected by the .gz suffix or the gzip magic bytes). One series is one file, or
+one value of the --group column within a file, in file order. Prints one JSON
+object per series; observation indexes are 0-based within the series.`,
+		Args:          cobra.MinimumNArgs(1),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if errs := o.cfg.Validate(); len(errs) > 0 {
+				return errext.WithExitCodeIfNone(
+					fmt.Errorf("invalid options: %w", errors.Join(errs...)), exitcodes.ExitCode(1))
+			}
+			if o.cfg.WindowMinDuration > 0 && o.timeCol == "" {
+				return errors.New("--window-min-duration needs timestamps: give the --time column")
+			}
+			switch o.timeUnit {
+			case "ns", "us", "ms", "s":
+			default:
+				return fmt.Errorf("--time-unit must be one of ns, us, ms, s; got %q", o.timeUnit)
+			}
+			failed := 0
+			enc := json.NewEncoder(stdout)
+			for _, f := range args {
+				if err := o.processFile(f, enc); err != nil {
+					fmt.Fprintf(stderr, "detect: %s: %v\n", f, err)
+					failed++
+				}
+			}
+			if failed > 0 {
+				// exit status 1 under k6 too (k6 exits 255 for errors without a code)
+				return errext.WithExitCodeIfNone(
+					fmt.Errorf("%d of %d files had errors", failed, len(args)), exitcodes.ExitCode(1))
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.column, "column", "", "numeric column to analyse (default: the last column)")
+	fs.StringVar(&o.group, "group", "", "column whose values split a file into series (e.g. fork)")
+	fs.StringVar(&o.timeCol, "time", "", "timestamp column (default: observation index as time)")
+	fs.StringVar(&o.timeUnit, "time-unit", "s", "unit of the --time column: ns, us, ms or s")
+	addConfigFlags(fs, &o.cfg)
+	return cmd
+}
+
+// Run runs the detect command with args (without the command name) and
+// returns the process exit status.
+func Run(args []string, stdout, stderr io.Writer) int {
+	cmd := NewCommand(stdout, stderr)
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintf(stderr, "detect: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// addConfigFlags registers one flag per Config option: the json name in
+// kebab-case, defaulting to the DefaultConfig value.
+func addConfigFlags(fs *pflag.FlagSet, cfg *detector.Config) {
+	v := reflect.ValueOf(cfg).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := strings.Split(f.Tag.Get("json"), ",")[0]
+		if tag == "" || tag == "-" {
+			continue
+		}
+		name := strings.ReplaceAll(tag, "_", "-")
+		usage := "detector option " + tag
+		p := v.Field(i).Addr().Interface()
+		switch p := p.(type) {
+		case *int:
+			fs.IntVar(p, name, *p, usage)
+		case *bool:
+			fs.BoolVar(p, name, *p, usage)
+		case *float64:
+			fs.Float64Var(p, name, *p, usage)
+		case *detector.Duration:
+			fs.DurationVar((*time.Duration)(p), name, time.Duration(*p), usage)
+		default:
+			panic("detectcli: no flag type for config field " + f.Name)
+		}
+	}
+}
+
+// result is one output line.
+type result struct {
+	File        string           `json:"file"`
+	Group       *string          `json:"group"`
+	N           int64            `json:"n"`
+	ColdEnd     *int64           `json:"cold_end"`
+	SteadyStart *int64           `json:"steady_start"`
+	DeclaredAt  *int64           `json:"declared_at"`
+	Regime      string           `json:"regime"`
+	Class       string           `json:"class"`
+	Relapses    int              `json:"relapses"`
+	Windows     int              `json:"windows"`
+	Counts      map[string]int64 `json:"counts"`
+	OutOfRange  int64            `json:"out_of_range"`
+	Hindsight   hindsight        `json:"hindsight"`
+	Params      detector.Config  `json:"params"`
+}
+
+type hindsight struct {
+	SteadyStart *int64 `json:"steady_start"`
+	Class       string `json:"class"`
+}
+
+func idx(p *detector.Point) *int64 {
+	if p == nil {
+		return nil
+	}
+	i := p.Index
+	return &i
+}
+
+type series struct {
+	name string
+	n    int64
+	det  *detector.Detector
+}
+
+// processFile runs one detector per series of the file and writes a line
+// per series; a bad file yields an error and no lines.
+func (o *options) processFile(path string, enc *json.Encoder) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); strings.HasSuffix(path, ".gz") || (len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("gzip: %w", err)
+		}
+		defer gz.Close()
+		r = gz
+	}
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	cr.FieldsPerRecord = -1
+	header, err := cr.Read()
+	if err == io.EOF {
+		return errors.New("empty file (no header)")
+	}
+	if err != nil {
+		return err
+	}
+	find := func(name string) int {
+		for i, h := range header {
+			if strings.TrimSpace(h) == name {
+				return i
+			}
+		}
+		return -1
+	}
+	col := len(header) - 1
+	if o.column != "" {
+		if col = find(o.column); col < 0 {
+			return fmt.Errorf("no column %q (columns: %s)", o.column, strings.Join(header, ","))
+		}
+	}
+	grp := -1
+	if o.group != "" {
+		if grp = find(o.group); grp < 0 {
+			return fmt.Errorf("no group column %q (columns: %s)", o.group, strings.Join(header, ","))
+		}
+	}
+	tcol := -1
+	if o.timeCol != "" {
+		if tcol = find(o.timeCol); tcol < 0 {
+			return fmt.Errorf("no time column %q (columns: %s)", o.timeCol, strings.Join(header, ","))
+		}
+	}
+	unit := map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[o.timeUnit]
+
+	var order []*series
+	byName := map[string]*series{}
+	var cur *series
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		line, _ := cr.FieldPos(0)
+		if err != nil {
+			return err
+		}
+		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+			continue // blank line
+		}
+		need := max(col, grp, tcol)
+		if len(rec) <= need {
+			return fmt.Errorf("line %d: %d fields, need at least %d", line, len(rec), need+1)
+		}
+		key := ""
+		if grp >= 0 {
+			key = rec[grp]
+		}
+		if cur == nil || cur.name != key {
+			cur = byName[key]
+			if cur == nil {
+				d, err := detector.New(o.cfg)
+				if err != nil {
+					return err
+				}
+				cur = &series{name: strings.Clone(key), det: d}
+				byName[cur.name] = cur
+				order = append(order, cur)
+			}
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rec[col]), 64)
+		if err != nil {
+			return fmt.Errorf("line %d: column %q: not a number: %q", line, header[col], rec[col])
+		}
+		t := cur.n // observation index as time when there is no time column
+		if tcol >= 0 {
+			tv, err := strconv.ParseFloat(strings.TrimSpace(rec[tcol]), 64)
+			if err != nil {
+				return fmt.Errorf("line %d: time column %q: not a number: %q", line, header[tcol], rec[tcol])
+			}
+			t = int64(tv * unit)
+		}
+		cur.det.Observe(t, v)
+		cur.n++
+	}
+	if len(order) == 0 {
+		return errors.New("empty series: no data rows")
+	}
+	var errs []error
+	for _, s := range order {
+		snap := s.det.Snapshot()
+		if snap.N == 0 {
+			errs = append(errs, fmt.Errorf("group %q: empty series", s.name))
+			continue
+		}
+		hs := s.det.Hindsight()
+		res := result{
+			File: path, N: snap.N, ColdEnd: idx(snap.ColdEnd), SteadyStart: idx(snap.SteadyStart),
+			DeclaredAt: idx(snap.DeclaredAt), Regime: snap.Regime.String(), Class: snap.Class.String(),
+			Relapses: len(snap.Relapses), Windows: snap.Windows, OutOfRange: snap.OutOfRange,
+			Counts:    map[string]int64{"cold": snap.Counts[0], "warmup": snap.Counts[1], "steady": snap.Counts[2]},
+			Hindsight: hindsight{SteadyStart: idx(hs.SteadyStart), Class: hs.Class.String()},
+			Params:    o.cfg,
+		}
+		if grp >= 0 {
+			g := s.name
+			res.Group = &g
+		}
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
+}

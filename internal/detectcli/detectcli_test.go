@@ -1,0 +1,198 @@
+package detectcli
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// csvSeries renders a CSV with columns fork,i,seconds_per_op: for each fork
+// a warm-up from 2x to 1x over the first 400 rows, then flat with a little
+// deterministic noise.
+func csvSeries(forks, n int) string {
+	var b strings.Builder
+	b.WriteString("fork,i,seconds_per_op\n")
+	for f := range forks {
+		for i := range n {
+			v := 1e-8 * (1 + math.Max(0, 1-float64(i)/400)) * (1 + 0.01*math.Sin(float64(i)*1.7))
+			fmt.Fprintf(&b, "%d,%d,%g\n", f, i, v)
+		}
+	}
+	return b.String()
+}
+
+func writeFile(tb testing.TB, dir, name, content string, gz bool) string {
+	tb.Helper()
+	p := filepath.Join(dir, name)
+	data := []byte(content)
+	if gz {
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		_, err := w.Write(data)
+		require.NoError(tb, err)
+		require.NoError(tb, w.Close())
+		data = buf.Bytes()
+	}
+	require.NoError(tb, os.WriteFile(p, data, 0o600))
+	return p
+}
+
+type line struct {
+	File        string         `json:"file"`
+	Group       *string        `json:"group"`
+	N           int64          `json:"n"`
+	ColdEnd     *int64         `json:"cold_end"`
+	SteadyStart *int64         `json:"steady_start"`
+	DeclaredAt  *int64         `json:"declared_at"`
+	Class       string         `json:"class"`
+	Relapses    int            `json:"relapses"`
+	Params      map[string]any `json:"params"`
+	Hindsight   map[string]any `json:"hindsight"`
+}
+
+func parse(tb testing.TB, out string) []line {
+	tb.Helper()
+	var ls []line
+	for _, s := range strings.Split(strings.TrimSpace(out), "\n") {
+		if s == "" {
+			continue
+		}
+		var l line
+		require.NoError(tb, json.Unmarshal([]byte(s), &l), s)
+		ls = append(ls, l)
+	}
+	return ls
+}
+
+func TestRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.csv", csvSeries(2, 3000), false)
+	gzSuffix := writeFile(t, dir, "good.csv.gz", csvSeries(1, 3000), true)
+	gzMagic := writeFile(t, dir, "gzipped-no-suffix.csv", csvSeries(1, 3000), true)
+	badNum := writeFile(t, dir, "badnum.csv", "fork,i,seconds_per_op\n0,0,1\n0,1,abc\n", false)
+	timed := writeFile(t, dir, "timed.csv", "ts,ms\n0,10\n0.5,11\n1.0,10\n1.5,12\n2.0,10\n2.5,10\n3.0,10\n3.5,11\n4,10\n4.5,10\n5,10\n5.5,10\n", false)
+	noRows := writeFile(t, dir, "empty.csv", "fork,i,seconds_per_op\n", false)
+	missing := filepath.Join(dir, "missing.csv")
+
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		wantCode  int
+		wantLines int
+		wantErr   []string // substrings of stderr
+		check     func(t *testing.T, ls []line)
+	}{
+		{
+			name: "groups in file order", args: []string{"--group", "fork", "--column", "seconds_per_op", good},
+			wantLines: 2,
+			check: func(t *testing.T, ls []line) {
+				require.Equal(t, "0", *ls[0].Group)
+				require.Equal(t, "1", *ls[1].Group)
+				for _, l := range ls {
+					require.Equal(t, good, l.File)
+					require.EqualValues(t, 3000, l.N)
+					require.NotNil(t, l.SteadyStart)
+					require.InDelta(t, 400, *l.SteadyStart, 150)
+					require.GreaterOrEqual(t, *l.DeclaredAt, *l.SteadyStart)
+					require.Equal(t, "warmup", l.Class)
+					require.EqualValues(t, 50, l.Params["window_min"])
+					require.Contains(t, l.Hindsight, "steady_start")
+				}
+			},
+		},
+		{
+			name: "no group: one series per file, default last column", args: []string{gzSuffix, gzMagic},
+			wantLines: 2,
+			check: func(t *testing.T, ls []line) {
+				require.Nil(t, ls[0].Group)
+				require.EqualValues(t, 3000, ls[0].N)
+				require.EqualValues(t, 3000, ls[1].N)
+			},
+		},
+		{
+			name: "config flags reach params", args: []string{"--window-min", "20", "--median-tolerance", "0.1", good},
+			wantLines: 1,
+			check: func(t *testing.T, ls []line) {
+				require.EqualValues(t, 20, ls[0].Params["window_min"])
+				require.EqualValues(t, 0.1, ls[0].Params["median_tolerance"])
+				require.EqualValues(t, 6000, ls[0].N)
+			},
+		},
+		{
+			name:      "windows by duration with a time column",
+			args:      []string{"--time", "ts", "--time-unit", "s", "--window-min", "8", "--window-min-duration", "2s", timed},
+			wantLines: 1,
+			check: func(t *testing.T, ls []line) {
+				require.Equal(t, "2s", ls[0].Params["window_min_duration"])
+				require.EqualValues(t, 12, ls[0].N)
+			},
+		},
+		{
+			name: "window duration without time column", args: []string{"--window-min-duration", "1s", good},
+			wantCode: 1, wantErr: []string{"--time"},
+		},
+		{
+			name: "bad time unit", args: []string{"--time", "ts", "--time-unit", "h", timed},
+			wantCode: 1, wantErr: []string{"--time-unit"},
+		},
+		{
+			name: "bad files reported, others processed", args: []string{"--group", "fork", missing, badNum, good, noRows},
+			wantCode: 1, wantLines: 2,
+			wantErr: []string{"missing.csv", "no such file", "badnum.csv: line 3", `"abc"`, "empty.csv: empty series"},
+		},
+		{
+			name: "missing column", args: []string{"--column", "nope", good},
+			wantCode: 1, wantErr: []string{`no column "nope"`},
+		},
+		{
+			name: "missing group column", args: []string{"--group", "nope", good},
+			wantCode: 1, wantErr: []string{`no group column "nope"`},
+		},
+		{
+			name: "invalid option names the option", args: []string{"--median-tolerance", "0", "--sig-digits", "9", good},
+			wantCode: 1, wantErr: []string{"median_tolerance must be in", "sig_digits must be in"},
+		},
+		{
+			name: "no files", args: nil, wantCode: 1, wantErr: []string{"requires at least 1 arg"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			code := Run(tc.args, &stdout, &stderr)
+			require.Equal(t, tc.wantCode, code, "stderr: %s", stderr.String())
+			ls := parse(t, stdout.String())
+			require.Len(t, ls, tc.wantLines)
+			for _, e := range tc.wantErr {
+				require.Contains(t, stderr.String(), e)
+			}
+			if tc.check != nil {
+				tc.check(t, ls)
+			}
+		})
+	}
+}
+
+func TestCommandHasEveryConfigFlag(t *testing.T) {
+	t.Parallel()
+	cmd := NewCommand(&bytes.Buffer{}, &bytes.Buffer{})
+	for _, name := range []string{
+		"window-min", "window-min-duration", "max-windows", "median-tolerance", "tail-tolerance",
+		"mean-tolerance", "min-steady-fraction", "relapse-on-mean", "relapse-on-tail",
+		"dispersion-ratio", "cusum-allowance", "mser5", "tail-quantile", "tail-min-above",
+		"noise-z", "stable-windows", "relapse-windows", "cold-factor", "cold-confirm", "cold-max",
+		"no-steady-windows", "sig-digits", "dynamic-range",
+		"column", "group", "time", "time-unit",
+	} {
+		require.NotNil(t, cmd.Flags().Lookup(name), name)
+	}
+}
