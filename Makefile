@@ -38,10 +38,16 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## test: vet, build k6, then every test with the race detector (unit, corpus, end-to-end with the real k6)
+# packages that start real processes (k6, the demo service, PostgreSQL, InfluxDB, Chromium):
+# run one package at a time, so that they do not starve each other of the 2 cores
+E2E_PKGS := ./test/...
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
+
+## test: vet, build k6 and the demo service, unit tests with -race, then end-to-end tests (real k6, PostgreSQL, InfluxDB) one package at a time
 .PHONY: test
 test: vet build build-demo
-	K6_BIN=$(CURDIR)/k6 DEMO_BIN=$(CURDIR)/bin/demo-service $(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
+	K6_BIN=$(CURDIR)/k6 DEMO_BIN=$(CURDIR)/bin/demo-service $(GO) test -race -count=1 -p 1 -timeout 20m $(E2E_PKGS)
 
 ## test-short: the fast unit tests only
 .PHONY: test-short

@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,48 +25,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xk6-regime/xk6-regime/internal/testbin"
 )
 
-var (
-	buildOnce sync.Once
-	k6Path    string
-	buildErr  error
-)
+// repoRoot is the module root.
+func repoRoot(tb testing.TB) string { tb.Helper(); return testbin.RepoRoot(tb) }
 
-// repoRoot is the module root (two levels above this package).
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	require.True(tb, ok)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
-
-// k6Binary returns the k6 binary under test: $K6_BIN when set (make test
-// builds ./k6 first), else one built from this repository once per run.
-func k6Binary(tb testing.TB) string {
-	tb.Helper()
-	if p := os.Getenv("K6_BIN"); p != "" {
-		abs, err := filepath.Abs(p)
-		require.NoError(tb, err)
-		return abs
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "xk6-regime-e2e-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		k6Path = filepath.Join(dir, "k6")
-		cmd := exec.Command("go", "build", "-o", k6Path, "./cmd/k6")
-		cmd.Dir = repoRoot(tb)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building k6: %w\n%s", err, out)
-		}
-	})
-	require.NoError(tb, buildErr)
-	return k6Path
-}
+// k6Binary returns the k6 binary under test ($K6_BIN, or built once).
+func k6Binary(tb testing.TB) string { tb.Helper(); return testbin.K6(tb) }
 
 // k6Result is what one k6 run left behind.
 type k6Result struct {

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,36 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xk6-regime/xk6-regime/internal/pgtest"
+	"github.com/xk6-regime/xk6-regime/internal/testbin"
 )
 
-var (
-	demoOnce sync.Once
-	demoPath string
-	demoErr  error
-)
-
-// demoBinary returns the demo service: $DEMO_BIN, or built once per run.
-func demoBinary(tb testing.TB) string {
-	tb.Helper()
-	if p := os.Getenv("DEMO_BIN"); p != "" {
-		return p
-	}
-	demoOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "xk6-regime-demo-")
-		if err != nil {
-			demoErr = err
-			return
-		}
-		demoPath = filepath.Join(dir, "demo-service")
-		cmd := exec.Command("go", "build", "-o", demoPath, "./cmd/demo-service")
-		cmd.Dir = repoRoot(tb)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			demoErr = fmt.Errorf("building the demo service: %w\n%s", err, out)
-		}
-	})
-	require.NoError(tb, demoErr)
-	return demoPath
-}
+// demoBinary returns the demo service ($DEMO_BIN, or built once).
+func demoBinary(tb testing.TB) string { tb.Helper(); return testbin.Demo(tb) }
 
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
@@ -128,7 +101,7 @@ type kitSummary struct {
 				Count int64 `json:"count"`
 			} `json:"regimes"`
 		} `json:"scenarios"`
-		ConnectionColdStart map[string]phaseColdStart                  `json:"connection_cold_start"`
+		ConnectionColdStart map[string]phaseColdStart                   `json:"connection_cold_start"`
 		Tracked             map[string]map[string]struct{ Sum float64 } `json:"tracked"`
 		Requests            []struct {
 			Phase    string `json:"phase"`

@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -28,50 +27,21 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xk6-regime/xk6-regime/internal/testbin"
 )
 
-// repoRoot is the module root (two levels above this package).
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	require.True(tb, ok)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+// repoRoot is the module root.
+func repoRoot(tb testing.TB) string { tb.Helper(); return testbin.RepoRoot(tb) }
 
 var (
-	k6Once sync.Once
-	k6Path string
-	k6Err  error
-
 	influxdOnce sync.Once
 	influxdPath string
 	influxdErr  error
 )
 
 // k6Binary is $K6_BIN, else k6 built from this repository once per run.
-func k6Binary(tb testing.TB) string {
-	tb.Helper()
-	if p := os.Getenv("K6_BIN"); p != "" {
-		abs, err := filepath.Abs(p)
-		require.NoError(tb, err)
-		return abs
-	}
-	k6Once.Do(func() {
-		dir, err := os.MkdirTemp("", "xk6-regime-influx-")
-		if err != nil {
-			k6Err = err
-			return
-		}
-		k6Path = filepath.Join(dir, "k6")
-		cmd := exec.Command("go", "build", "-o", k6Path, "./cmd/k6")
-		cmd.Dir = repoRoot(tb)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			k6Err = fmt.Errorf("building k6: %w\n%s", err, out)
-		}
-	})
-	require.NoError(tb, k6Err)
-	return k6Path
-}
+func k6Binary(tb testing.TB) string { tb.Helper(); return testbin.K6(tb) }
 
 // influxdBinary installs influxd v1.8.3 with scripts/influxd.sh (go install
 // into .cache/bin, or $INFLUXD_GOBIN) and skips the test if that fails.

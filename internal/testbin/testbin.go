@@ -1,0 +1,67 @@
+// Package testbin gives end-to-end tests the binaries built from this
+// repository: k6 with the extension and the demo service, taken from
+// $K6_BIN / $DEMO_BIN (make test builds them first) or built once per test
+// process.
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// RepoRoot is the module root.
+func RepoRoot(tb testing.TB) string {
+	tb.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	require.True(tb, ok)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+type binary struct {
+	env, pkg, name string
+	once           sync.Once
+	path           string
+	err            error
+}
+
+var (
+	k6   = &binary{env: "K6_BIN", pkg: "./cmd/k6", name: "k6"}
+	demo = &binary{env: "DEMO_BIN", pkg: "./cmd/demo-service", name: "demo-service"}
+)
+
+// K6 returns the k6 binary with the extension.
+func K6(tb testing.TB) string { tb.Helper(); return k6.get(tb) }
+
+// Demo returns the demo service binary.
+func Demo(tb testing.TB) string { tb.Helper(); return demo.get(tb) }
+
+func (b *binary) get(tb testing.TB) string {
+	tb.Helper()
+	if p := os.Getenv(b.env); p != "" {
+		abs, err := filepath.Abs(p)
+		require.NoError(tb, err)
+		return abs
+	}
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "xk6-regime-bin-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, b.name)
+		cmd := exec.Command("go", "build", "-o", b.path, b.pkg)
+		cmd.Dir = RepoRoot(tb)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("building %s: %w\n%s", b.pkg, err, out)
+		}
+	})
+	require.NoError(tb, b.err)
+	return b.path
+}
