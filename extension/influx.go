@@ -56,12 +56,6 @@ import (
 // influxOutputName is the name to pass to --out.
 const influxOutputName = "xk6-regime-influxdb"
 
-func init() {
-	output.RegisterExtension(influxOutputName, func(p output.Params) (output.Output, error) {
-		return newInfluxOutput(p, theModule.rs)
-	})
-}
-
 // Measurements the output writes.
 const (
 	measTransition = "regime_transition"

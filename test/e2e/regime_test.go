@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,5 +218,39 @@ export default function () { throw new Error('the test must not start'); }
 			require.Contains(t, res.Stderr, tc.want)
 			require.NotContains(t, res.Stderr, "the test must not start")
 		})
+	}
+}
+
+const asyncScript = `
+import http from 'k6/http';
+import regime from 'k6/x/regime';
+
+export const options = { scenarios: { async_load: { executor: 'constant-vus', vus: 2, duration: '4s' } } };
+
+export default async function () {
+  await http.asyncRequest('GET', __ENV.BASE_URL + '/item');
+  await new Promise((resolve) => setTimeout(resolve, 25)); // the asynchronous part of the iteration
+}
+
+export function handleSummary() {
+  return { 'regime.json': JSON.stringify(regime.summary()) };
+}
+`
+
+// TestAsyncIterationsTimedToTheirEnd: the detector and the per-regime
+// distributions see an async iteration's whole duration, including what runs
+// after the function returned its promise.
+func TestAsyncIterationsTimedToTheirEnd(t *testing.T) {
+	t.Parallel()
+	srv := newScheduleServer(t, func(int64, *rand.Rand) time.Duration { return time.Millisecond })
+	res := runK6(t, asyncScript, map[string]string{"BASE_URL": srv.URL})
+	require.Equal(t, 0, res.ExitCode, "stderr:\n%s", res.Stderr)
+	sum := readSummary(t, filepath.Join(res.Dir, "regime.json"))
+	sc := sum.Scenarios["async_load"]
+	require.Positive(t, sc.Iterations)
+	for name, r := range sc.Regimes {
+		if r.Count > 0 {
+			require.GreaterOrEqual(t, *r.P50, 25.0, "regime %s: the awaited 25 ms timer must be in the iteration's duration", name)
+		}
 	}
 }
