@@ -16,5 +16,6 @@ func newCommand(gs *state.GlobalState) *cobra.Command {
 		SilenceUsage: true,
 	}
 	root.AddCommand(detectcli.NewCommand(gs.Stdout, gs.Stderr))
+	root.AddCommand(resultsCommands(gs)...)
 	return root
 }

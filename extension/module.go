@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/grafana/sobek"
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/js/common"
 	"go.k6.io/k6/v2/js/modules"
 	"go.k6.io/k6/v2/lib"
@@ -21,7 +20,8 @@ import (
 // rootModule is the k6/x/regime module; one per process, sharing the run
 // state between every VU and the handleSummary runtime.
 type rootModule struct {
-	rs *runState
+	rs  *runState
+	rec *recorder // what saveResults writes
 
 	cfgMu   sync.Mutex
 	cfgJSON string // settings of the first regime.configure() call
@@ -29,7 +29,11 @@ type rootModule struct {
 
 var _ modules.Module = (*rootModule)(nil)
 
-func newRootModule() *rootModule { return &rootModule{rs: newRunState()} }
+func newRootModule() *rootModule {
+	r := &rootModule{rs: newRunState(), rec: newRecorder(results.DefaultSeriesLimit)}
+	r.rs.addObserver(r.rec)
+	return r
+}
 
 // moduleInstance is the module as seen by one VU (one JS runtime). It is
 // used only from that VU's goroutine.
@@ -67,12 +71,14 @@ func (r *rootModule) NewModuleInstance(vu modules.VU) modules.Instance {
 // Exports lists the JS API; the default export holds the same functions.
 func (mi *moduleInstance) Exports() modules.Exports {
 	named := map[string]any{
-		"configure":    mi.configure,
-		"wrap":         mi.wrap,
-		"observe":      mi.observe,
-		"current":      mi.current,
-		"summary":      mi.summary,
-		"writeResults": mi.writeResults,
+		"configure": mi.configure,
+		"wrap":      mi.wrap,
+		"observe":   mi.observe,
+		"current":   mi.current,
+		"summary":   mi.summary,
+	}
+	for k, v := range resultsExports(mi.vu, mi.rs, mi.root.rec) {
+		named[k] = v // saveResults, textSummary
 	}
 	return modules.Exports{Default: named, Named: named}
 }
@@ -302,27 +308,4 @@ func describe(v sobek.Value) string {
 		return "null"
 	}
 	return fmt.Sprintf("%s %q", v.ExportType(), v.String())
-}
-
-// writeResults(dir, files) creates dir (and its parents) and writes each
-// file of files (name -> text) in it; k6's handleSummary cannot create
-// folders. Names must be plain file names.
-func (mi *moduleInstance) writeResults(dir string, files map[string]string) (string, error) {
-	if dir == "" {
-		return "", errors.New("regime.writeResults: dir is empty")
-	}
-	for name := range files {
-		if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
-			return "", fmt.Errorf("regime.writeResults: %q is not a plain file name", name)
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // a results folder users read
-		return "", fmt.Errorf("regime.writeResults: %w", err)
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil { //nolint:gosec
-			return "", fmt.Errorf("regime.writeResults: %w", err)
-		}
-	}
-	return dir, nil
 }

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 need_apt=()
 [ -x /usr/lib/postgresql/15/bin/initdb ] || need_apt+=(postgresql)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
-
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
@@ -19,6 +19,21 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
+# the docker CLI's compose plugin, for `docker compose config` of docker-compose.yml
+# (this machine has the docker client without it, and no engine); built from
+# the Go module proxy (~2 min once)
+if command -v docker >/dev/null 2>&1 && ! docker compose version >/dev/null 2>&1; then
+  bin="$PWD/.cache/compose-bin"
+  if [ ! -x "$bin/cmd" ]; then
+    echo "deps: building docker compose v2.29.7 (Go module proxy)"
+    mkdir -p "$bin"
+    # outside the repository, so that its go.mod is not involved
+    (cd /tmp && GOBIN="$bin" GOFLAGS=-mod=mod go install github.com/docker/compose/v2/cmd@v2.29.7)
+  fi
+  mkdir -p "$HOME/.docker/cli-plugins"
+  cp "$bin/cmd" "$HOME/.docker/cli-plugins/docker-compose"
+fi
+
 # a real InfluxDB OSS 1.8 for the output's end-to-end tests (Go module proxy, ~40 s once)
 ./scripts/influxd.sh install
 echo "deps: ok"

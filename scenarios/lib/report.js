@@ -1,17 +1,11 @@
-// End-of-test report of the kit: writes results/<run id>/summary.json and
+// End-of-test report of the kit: writes results/<run id>/ through the Go
+// results writer (summary.json, HdrHistogram logs, series, report.html) and
 // prints a text summary with a regime table and the cold-start section
 // (never mixed into the steady-state figures).
 import regime from 'k6/x/regime';
 
 const f = (v, d = 1) => (v === null || v === undefined ? '-' : Number(v).toFixed(d));
 const pad = (s, n) => String(s).padEnd(n);
-
-// runId: start time (UTC, compact) and the testid when given.
-export function runId(startedISO, testid) {
-  const t = (startedISO || new Date().toISOString()).replace(/[-:]/g, '').replace(/\.\d+/, '');
-  const safe = testid ? `-${String(testid).replace(/[^A-Za-z0-9_.-]/g, '_')}` : '';
-  return `${t}${safe}`;
-}
 
 function thresholdLines(data) {
   const lines = [];
@@ -28,13 +22,7 @@ export function text(data, rs, meta) {
   const out = [];
   out.push(`xk6-regime  profile=${meta.profile} variant=${meta.variant}  results: ${meta.dir}`);
   out.push('');
-  out.push('Regimes per scenario (iteration duration, ms; steady figures exclude cold and warm-up):');
-  out.push(`  ${pad('scenario', 16)}${pad('class', 17)}${pad('cold', 7)}${pad('warmup', 8)}${pad('steady', 8)}${pad('TTSS ms', 10)}${pad('cold cost ms', 14)}${pad('steady p50', 11)}${pad('p95', 9)}${pad('p99', 9)}relapses`);
-  for (const [name, s] of Object.entries(rs.scenarios)) {
-    const st = s.regimes.steady;
-    out.push(`  ${pad(name, 16)}${pad(s.class, 17)}${pad(s.regimes.cold.count, 7)}${pad(s.regimes.warmup.count, 8)}${pad(st.count, 8)}` +
-      `${pad(f(s.ttss_ms, 0), 10)}${pad(f(s.cold_start.duration_ms, 0), 14)}${pad(f(st.p50, 2), 11)}${pad(f(st.p95, 2), 9)}${pad(f(st.p99, 2), 9)}${s.relapses}`);
-  }
+  out.push(regime.textSummary().trimEnd());
   out.push('');
   out.push('Cold start (connection pool), per phase:');
   out.push(`  ${pad('phase', 12)}${pad('requests', 10)}${pad('client new conns', 18)}${pad('connect ms', 12)}${pad('last new conn s', 17)}${pad('errors', 8)}${pad('5xx', 6)}${pad('no resp', 9)}${pad('svc new conns', 15)}${pad('svc waited', 12)}svc timeouts`);
@@ -63,20 +51,15 @@ export function text(data, rs, meta) {
 // report writes the results folder and returns handleSummary's outputs.
 export function report(data, meta) {
   const rs = regime.summary();
-  const id = runId(rs.run_started, meta.testid);
-  const dir = `${meta.resultsDir}/${id}`;
-  const summary = {
-    run_id: id,
-    profile: meta.profile,
-    variant: meta.variant,
-    schedule: meta.schedule,
-    state: data.state,
-    regime: rs,
-    thresholds: Object.fromEntries(Object.entries(data.metrics)
-      .filter(([, m]) => m.thresholds)
-      .map(([n, m]) => [n, Object.fromEntries(Object.entries(m.thresholds).map(([e, t]) => [e, t.ok]))])),
-    metrics: data.metrics,
-  };
-  regime.writeResults(dir, { 'summary.json': JSON.stringify(summary, null, 1) });
+  const thresholds = Object.fromEntries(Object.entries(data.metrics)
+    .filter(([, m]) => m.thresholds)
+    .map(([n, m]) => [n, Object.fromEntries(Object.entries(m.thresholds).map(([e, t]) => [e, t.ok]))]));
+  const dir = regime.saveResults({
+    dir: meta.resultsDir,
+    testid: meta.testid || '',
+    thresholds,
+    extra: { profile: meta.profile, variant: meta.variant, schedule: meta.schedule, state: data.state },
+    files: { 'k6-metrics.json': JSON.stringify(data.metrics, null, 1) },
+  });
   return { stdout: text(data, rs, { ...meta, dir }) };
 }

@@ -90,26 +90,19 @@ type phaseColdStart struct {
 	ErrorsByRegime map[string]int64 `json:"errors_by_regime"`
 }
 
+// kitSummary is the part of results/<run id>/summary.json the tests read.
 type kitSummary struct {
 	RunID      string                     `json:"run_id"`
 	Thresholds map[string]map[string]bool `json:"thresholds"`
-	Regime     struct {
-		Scenarios map[string]struct {
-			Class   string `json:"class"`
-			Steady  bool   `json:"steady"`
-			Regimes map[string]struct {
-				Count int64 `json:"count"`
-			} `json:"regimes"`
-		} `json:"scenarios"`
-		ConnectionColdStart map[string]phaseColdStart                   `json:"connection_cold_start"`
-		Tracked             map[string]map[string]struct{ Sum float64 } `json:"tracked"`
-		Requests            []struct {
-			Phase    string `json:"phase"`
-			Regime   string `json:"regime"`
-			Endpoint string `json:"endpoint"`
-			Count    int64  `json:"count"`
-		} `json:"requests"`
-	} `json:"regime"`
+	Scenarios  map[string]struct {
+		Class   string `json:"class"`
+		Steady  bool   `json:"steady"`
+		Regimes map[string]struct {
+			Count int64 `json:"count"`
+		} `json:"regimes"`
+	} `json:"scenarios"`
+	ConnectionColdStart map[string]phaseColdStart                   `json:"connection_cold_start"`
+	Tracked             map[string]map[string]struct{ Sum float64 } `json:"tracked"`
 }
 
 // runKit runs scenarios/combined.js on the smoke profile against d.
@@ -149,7 +142,7 @@ func TestKitEmbedded(t *testing.T) {
 	d := startDemo(t, nil)
 	res := runKit(t, d, "gradual")
 	require.Equal(t, 0, res.ExitCode, "stdout:\n%s\nstderr:\n%s", res.Stdout, res.Stderr)
-	sc := res.Summary.Regime.Scenarios
+	sc := res.Summary.Scenarios
 	for _, name := range []string{"warmup", "init", "gameplay_api", "gameplay_events"} {
 		require.Contains(t, sc, name)
 		var n int64
@@ -162,9 +155,9 @@ func TestKitEmbedded(t *testing.T) {
 	require.True(t, sc["gameplay_events"].Steady, "gameplay_events steady")
 	require.Positive(t, sc["gameplay_api"].Regimes["steady"].Count)
 
-	cs := res.Summary.Regime.ConnectionColdStart
+	cs := res.Summary.ConnectionColdStart
 	require.Positive(t, cs["warmup"].NewConnections, "client-side new connections in warmup")
-	pool := res.Summary.Regime.Tracked["service_pool_new_conns"]
+	pool := res.Summary.Tracked["service_pool_new_conns"]
 	require.Positive(t, pool["warmup"].Sum+pool["init"].Sum, "service-side pool growth during warmup and init: %+v", pool)
 
 	// the gameplay gate judges steady samples only, per endpoint
@@ -181,8 +174,8 @@ func TestKitPostgres(t *testing.T) {
 	d := startDemo(t, []string{"DATABASE_URL=" + dsn})
 	res := runKit(t, d, "gradual")
 	require.Equal(t, 0, res.ExitCode, "stdout:\n%s\nstderr:\n%s\nservice:\n%s", res.Stdout, res.Stderr, d.log.String())
-	require.True(t, res.Summary.Regime.Scenarios["gameplay_api"].Steady)
-	pool := res.Summary.Regime.Tracked["service_pool_new_conns"]
+	require.True(t, res.Summary.Scenarios["gameplay_api"].Steady)
+	pool := res.Summary.Tracked["service_pool_new_conns"]
 	require.Positive(t, pool["warmup"].Sum+pool["init"].Sum, "pgx pool growth during warmup and init: %+v", pool)
 	require.Contains(t, d.log.String(), "postgres")
 }
@@ -196,7 +189,7 @@ func TestKitBurstVersusGradual(t *testing.T) {
 	flags := []string{"-pool-max", "20", "-conn-setup", "400ms", "-acquire-timeout", "300ms"}
 	coldErrors := func(r kitResult) int64 {
 		var n int64
-		for phase, c := range r.Summary.Regime.ConnectionColdStart {
+		for phase, c := range r.Summary.ConnectionColdStart {
 			if phase == "warmup" || phase == "init" {
 				n += c.Errors
 			}
@@ -208,11 +201,11 @@ func TestKitBurstVersusGradual(t *testing.T) {
 
 	t.Logf("cold-start errors: gradual %d, instant burst %d", coldErrors(gradual), coldErrors(burst))
 	require.Less(t, coldErrors(gradual), coldErrors(burst))
-	initCS := burst.Summary.Regime.ConnectionColdStart["init"]
+	initCS := burst.Summary.ConnectionColdStart["init"]
 	require.Positive(t, initCS.Status5xx, "503s from the exhausted pool")
 	require.Positive(t, initCS.ErrorsByRegime["cold"]+initCS.ErrorsByRegime["warmup"],
 		"the burst's errors belong to init's cold start, not its steady state: %+v", initCS.ErrorsByRegime)
-	require.NotContains(t, burst.Summary.Regime.Scenarios, "warmup", "instant burst has no warm-up phase")
+	require.NotContains(t, burst.Summary.Scenarios, "warmup", "instant burst has no warm-up phase")
 	// gameplay thresholds exist only on steady samples
 	for key := range burst.Summary.Thresholds {
 		if bytes.Contains([]byte(key), []byte("phase:gameplay")) && bytes.Contains([]byte(key), []byte("_duration")) {

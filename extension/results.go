@@ -1,0 +1,341 @@
+package extension
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/grafana/sobek"
+	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/results"
+	"go.k6.io/k6/v2/js/modules"
+)
+
+// Bounds of what the recorder keeps, so memory stays fixed for hour-long runs.
+const (
+	maxRecordedWindows     = 200_000 // per process
+	maxRecordedTransitions = 1_000   // per scenario
+)
+
+// recorder is the results writer's observer: per scenario the bounded
+// iteration series and the time span of each regime, the detectors' closed
+// windows and the transitions with their times. Its calls come from k6's
+// metrics engine goroutine with a scenario lock held; each takes the
+// recorder's one mutex for a few field updates (the series Add does not
+// allocate; window and transition appends are amortised and bounded).
+//
+// A recorder is safe for concurrent use.
+type recorder struct {
+	mu             sync.Mutex
+	scenarios      map[string]*recordedScenario
+	windows        []results.WindowRow
+	windowsDropped int64
+	probe          *results.Probe
+	seriesLimit    int
+	first, last    float64 // Unix ms: first iteration start, last iteration end
+	saved          *results.Summary
+}
+
+type recordedScenario struct {
+	series      *results.IterSeries
+	first, last [4]float64 // per regime (cold, warmup, steady, untagged): Unix ms
+	transitions []results.Transition
+	dropped     int64
+}
+
+var _ observer = (*recorder)(nil)
+
+func newRecorder(seriesLimit int) *recorder {
+	return &recorder{scenarios: map[string]*recordedScenario{}, probe: results.NewProbe(), seriesLimit: seriesLimit}
+}
+
+func (r *recorder) scenario(name string) *recordedScenario {
+	sc := r.scenarios[name]
+	if sc == nil {
+		sc = &recordedScenario{series: results.NewIterSeries(r.seriesLimit)}
+		r.scenarios[name] = sc
+	}
+	return sc
+}
+
+func regimeIndex(s string) uint8 {
+	switch s {
+	case "cold":
+		return 0
+	case "warmup":
+		return 1
+	case "steady":
+		return 2
+	}
+	return 3
+}
+
+func unixMs(t time.Time) float64 { return float64(t.UnixNano()) / 1e6 }
+
+func (r *recorder) iteration(scenario string, index int64, regime string, end time.Time, ms float64) {
+	endMs := unixMs(end)
+	startMs := endMs - ms
+	ri := regimeIndex(regime)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.probe.Started() {
+		r.probe.Start() // once: the first iteration marks the test start
+	}
+	sc := r.scenario(scenario)
+	sc.series.Add(index, ri, endMs, ms)
+	if sc.first[ri] == 0 || startMs < sc.first[ri] {
+		sc.first[ri] = startMs
+	}
+	sc.last[ri] = math.Max(sc.last[ri], endMs)
+	if r.first == 0 || startMs < r.first {
+		r.first = startMs
+	}
+	r.last = math.Max(r.last, endMs)
+}
+
+func (r *recorder) window(scenario, endpoint string, w detector.Window) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.windows) >= maxRecordedWindows {
+		r.windowsDropped++
+		return
+	}
+	r.windows = append(r.windows, results.WindowRow{
+		Scenario: scenario, Endpoint: endpoint, Seq: w.Seq, FirstIndex: w.First.Index, LastIndex: w.Last.Index,
+		FirstMs: float64(w.First.Time) / 1e6, LastMs: float64(w.Last.Time) / 1e6, N: w.N,
+		Median: w.Median, Tail: w.Tail, TailQuantile: w.TailQuantile, Drift: w.Drift, Stable: w.Stable, Regime: w.Regime.String(),
+	})
+}
+
+func (r *recorder) transition(scenario string, t transitionRecord) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sc := r.scenario(scenario)
+	if len(sc.transitions) >= maxRecordedTransitions {
+		sc.dropped++
+		return
+	}
+	sc.transitions = append(sc.transitions, results.Transition{
+		Endpoint: t.Endpoint, Kind: t.Kind, From: t.From.String(), To: t.To.String(),
+		Index: t.At.Index, Boundary: t.Boundary.Index,
+		AtMs: float64(t.At.Time) / 1e6, BoundaryMs: float64(t.Boundary.Time) / 1e6, ElapsedMs: ms(t.Elapsed),
+	})
+}
+
+// eachCell calls fn for every request cell, with the breakdown's lock held.
+// fn must not keep c.
+func (b *breakdown) eachCell(fn func(k breakdownKey, c *requestCell)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k, c := range b.cells {
+		fn(k, c)
+	}
+}
+
+// copyHist copies a detector histogram into a results distribution.
+func copyHist(h *detector.Histogram) *results.Hist {
+	out := &results.Hist{H: hdrhistogram.Import(h.HDR().Export()), Count: h.Count(), MinMs: h.Min(), MaxMs: h.Max()}
+	out.SumMs = h.Mean() * float64(h.Count())
+	if h.Count() == 0 {
+		out.MinMs, out.MaxMs = math.Inf(1), math.Inf(-1)
+	}
+	return out
+}
+
+// saveOptions are saveResults' options.
+type saveOptions struct {
+	Dir    string         `json:"dir"`
+	TestID string         `json:"testid"`
+	Extra  map[string]any `json:"extra"`
+	Report *bool          `json:"report"`
+	// Files are extra files (name -> text) written into the run folder.
+	Files map[string]string `json:"files"`
+	// Aborted marks an interrupted run.
+	Aborted bool `json:"aborted"`
+	// Thresholds are k6's verdicts (metric -> expression -> ok).
+	Thresholds map[string]map[string]bool `json:"thresholds"`
+}
+
+// buildRun assembles the run's results from the run state and the recorder.
+func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*results.Run, error) {
+	raw, err := json.Marshal(rs.summary())
+	if err != nil {
+		return nil, err
+	}
+	run := results.NewRun()
+	var in struct {
+		results.Summary
+		RunStarted *string `json:"run_started"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("reading the run's summary: %w", err)
+	}
+	s := run.Summary
+	s.Scenarios, s.Requests, s.ConnectionColdStart, s.Tracked = in.Scenarios, in.Requests, in.ConnectionColdStart, in.Tracked
+	if s.Scenarios == nil {
+		s.Scenarios = map[string]*results.Scenario{}
+	}
+	if s.ConnectionColdStart == nil {
+		s.ConnectionColdStart = map[string]*results.ConnPhase{}
+	}
+	rs.regimeHistograms(func(name string, rg detector.Regime, h *detector.Histogram) {
+		hs := run.Iter[name]
+		if hs == nil {
+			hs = &[3]*results.Hist{}
+			run.Iter[name] = hs
+		}
+		hs[rg] = copyHist(h)
+	})
+	rs.bd.eachCell(func(k breakdownKey, c *requestCell) {
+		row := &results.RequestRow{Scenario: k.scenario, Phase: k.phase, Regime: k.regime, Endpoint: k.endpoint, Protocol: k.proto}
+		run.Req[row.Key()] = copyHist(c.hist)
+	})
+
+	r.mu.Lock()
+	env := r.probe.Finish()
+	first, last := r.first, r.last
+	for name, sc := range r.scenarios {
+		if hs := run.Iter[name]; hs != nil {
+			for i := range 3 {
+				if hs[i] != nil {
+					hs[i].FirstMs, hs[i].LastMs = sc.first[i], sc.last[i]
+				}
+			}
+		}
+		if sum := s.Scenarios[name]; sum != nil && len(sc.transitions) > 0 {
+			sum.Transitions = append([]results.Transition(nil), sc.transitions...)
+		}
+		if sc.dropped > 0 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("scenario %s: %d transitions beyond %d were not recorded", name, sc.dropped, maxRecordedTransitions))
+		}
+		run.Series[name] = &results.SeriesData{Points: sc.series.Points(), Info: sc.series.Info("")}
+	}
+	run.Windows = append([]results.WindowRow(nil), r.windows...)
+	s.Series.WindowsDropped = r.windowsDropped
+	r.mu.Unlock()
+
+	s.Environment = env
+	switch {
+	case in.RunStarted != nil:
+		if t, err := time.Parse(time.RFC3339Nano, *in.RunStarted); err == nil {
+			s.Started = t
+		}
+	case first > 0:
+		s.Started = time.UnixMilli(int64(first))
+	default:
+		s.Started = now
+	}
+	s.Ended = now
+	if last > 0 {
+		s.Ended = time.UnixMilli(int64(math.Ceil(last)))
+	}
+	s.TestID = testID
+	s.RunID = runID(s.Started, testID)
+	if s.Series.WindowsDropped > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d detector windows beyond %d were not written to %s",
+			s.Series.WindowsDropped, maxRecordedWindows, results.WindowsFile))
+	}
+	if d := rs.dropped.Load(); d > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d regime samples produced after the test ended were dropped", d))
+	}
+	run.Finalize()
+	return run, nil
+}
+
+var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+// runID is the results folder name: the start time (UTC) and the testid.
+func runID(started time.Time, testID string) string {
+	id := started.UTC().Format("20060102T150405Z")
+	if testID != "" {
+		id += "-" + unsafeID.ReplaceAllString(testID, "_")
+	}
+	return id
+}
+
+// save writes the run folder under opts.Dir and returns its path.
+func (r *recorder) save(rs *runState, opts saveOptions) (string, *results.Run, error) {
+	if opts.Dir == "" {
+		opts.Dir = "results"
+	}
+	for name := range opts.Files {
+		if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+			return "", nil, fmt.Errorf("option 'files': %q is not a plain file name", name)
+		}
+	}
+	run, err := r.buildRun(rs, opts.TestID, time.Now())
+	if err != nil {
+		return "", nil, err
+	}
+	run.Summary.Extra = opts.Extra
+	run.Summary.Aborted = opts.Aborted
+	run.Summary.Thresholds = opts.Thresholds
+	dir := filepath.Join(opts.Dir, run.Summary.RunID)
+	if err := run.WriteDir(dir, results.WriteOptions{Report: opts.Report == nil || *opts.Report}); err != nil {
+		return "", nil, err
+	}
+	for name, content := range opts.Files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil { //nolint:gosec // a results folder users read
+			return "", nil, err
+		}
+	}
+	r.mu.Lock()
+	r.saved = run.Summary
+	r.mu.Unlock()
+	return dir, run, nil
+}
+
+// resultsExports are the results functions of the JS API.
+func resultsExports(vu modules.VU, rs *runState, rec *recorder) map[string]any {
+	return map[string]any{
+		"saveResults": func(opts sobek.Value) (string, error) { return saveResultsJS(vu, rs, rec, opts) },
+		"textSummary": func() (string, error) { return textSummaryJS(rs, rec) },
+	}
+}
+
+// saveResultsJS is saveResults({dir, testid, extra, report, files, aborted}):
+// it writes results/<run id>/ and returns that path. Call it from
+// handleSummary (after the test; k6 runs handleSummary on interrupted runs too).
+func saveResultsJS(vu modules.VU, rs *runState, rec *recorder, v sobek.Value) (string, error) {
+	if vu.State() == nil && vu.InitEnv() != nil {
+		return "", errors.New("saveResults() must be called after the test (in handleSummary), not in the init context")
+	}
+	var opts saveOptions
+	if v != nil && !sobek.IsUndefined(v) && !sobek.IsNull(v) {
+		b, err := json.Marshal(v.Export())
+		if err != nil {
+			return "", fmt.Errorf("saveResults: options: %w", err)
+		}
+		if err := strictUnmarshal(b, &opts); err != nil {
+			return "", fmt.Errorf("saveResults: options: %w (valid keys: dir, testid, extra, report, files, aborted, thresholds)", err)
+		}
+	}
+	dir, _, err := rec.save(rs, opts)
+	if err != nil {
+		return "", fmt.Errorf("saveResults: %w", err)
+	}
+	return dir, nil
+}
+
+// textSummaryJS is textSummary(): the console regime table of the saved
+// results (or of the run so far when nothing was saved).
+func textSummaryJS(rs *runState, rec *recorder) (string, error) {
+	rec.mu.Lock()
+	s := rec.saved
+	rec.mu.Unlock()
+	if s == nil {
+		run, err := rec.buildRun(rs, "", time.Now())
+		if err != nil {
+			return "", fmt.Errorf("textSummary: %w", err)
+		}
+		s = run.Summary
+	}
+	return results.TextTable(s), nil
+}

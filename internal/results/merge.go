@@ -1,0 +1,228 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Merge combines the results of several k6 instances of one test (execution
+// segments, or the pods of a distributed run) into one run. Histograms are
+// merged and counts summed, so per-regime counts and percentiles are exact
+// (within HDR precision). The detectors ran per instance: TTSS, warm-up
+// and the boundaries are the latest over the instances (the whole test is
+// steady when the last instance is), classes the worst, relapses summed.
+// Iteration series are interleaved by end time and re-bounded; their index
+// is renumbered in that order.
+func Merge(runs []*Run, names []string) (*Run, error) {
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("merge: no results to merge")
+	}
+	out := NewRun()
+	s := out.Summary
+	s.Instances = 0
+	s.MergedFrom = names
+	reqRows := map[string]*RequestRow{}
+	var allSeries = map[string][]SeriesPoint{}
+	for i, r := range runs {
+		in := r.Summary
+		inst := max(in.Instances, 1)
+		s.Instances += inst
+		if i == 0 {
+			s.RunID, s.TestID, s.Started, s.Ended, s.Extra = in.RunID, in.TestID, in.Started, in.Ended, in.Extra
+			s.Environment = in.Environment
+		}
+		if !in.Started.IsZero() && (s.Started.IsZero() || in.Started.Before(s.Started)) {
+			s.Started = in.Started
+		}
+		if in.Ended.After(s.Ended) {
+			s.Ended = in.Ended
+		}
+		s.Aborted = s.Aborted || in.Aborted
+		if len(in.InstanceEnvironments) > 0 {
+			s.InstanceEnvironments = append(s.InstanceEnvironments, in.InstanceEnvironments...)
+		} else {
+			s.InstanceEnvironments = append(s.InstanceEnvironments, in.Environment)
+		}
+		s.Warnings = dedupe(append(s.Warnings, in.Warnings...))
+		for _, e := range in.Environment.Warnings {
+			s.Warnings = dedupe(append(s.Warnings, fmt.Sprintf("instance %d: %s", i, e)))
+		}
+		for name, sc := range in.Scenarios {
+			mergeScenario(s, out, name, sc, r.Iter[name], i)
+		}
+		for _, row := range in.Requests {
+			k := row.Key()
+			dst := reqRows[k]
+			if dst == nil {
+				cp := *row
+				cp.LastNewConnectionMs = nil
+				dst = &cp
+				reqRows[k] = dst
+				s.Requests = append(s.Requests, dst)
+				out.Req[k] = &Hist{MinMs: math.Inf(1), MaxMs: math.Inf(-1)}
+				dst.Errors, dst.Status5xx, dst.NoResponse, dst.NewConnections, dst.ConnectMs, dst.TLSMs = 0, 0, 0, 0, 0, 0
+			}
+			dst.Errors += row.Errors
+			dst.Status5xx += row.Status5xx
+			dst.NoResponse += row.NoResponse
+			dst.NewConnections += row.NewConnections
+			dst.ConnectMs += row.ConnectMs
+			dst.TLSMs += row.TLSMs
+			dst.LastNewConnectionMs = maxPtr(dst.LastNewConnectionMs, row.LastNewConnectionMs)
+			out.Req[k].Merge(r.Req[k])
+		}
+		for phase, c := range in.ConnectionColdStart {
+			dst := s.ConnectionColdStart[phase]
+			if dst == nil {
+				dst = &ConnPhase{NewConnectionsByRegime: map[string]int64{}, ErrorsByRegime: map[string]int64{}}
+				s.ConnectionColdStart[phase] = dst
+			}
+			dst.Requests += c.Requests
+			dst.NewConnections += c.NewConnections
+			dst.ConnectMs += c.ConnectMs
+			dst.TLSMs += c.TLSMs
+			dst.Errors += c.Errors
+			dst.Status5xx += c.Status5xx
+			dst.NoResponse += c.NoResponse
+			for k, v := range c.NewConnectionsByRegime {
+				dst.NewConnectionsByRegime[k] += v
+			}
+			for k, v := range c.ErrorsByRegime {
+				dst.ErrorsByRegime[k] += v
+			}
+			dst.LastNewConnectionMs = maxPtr(dst.LastNewConnectionMs, c.LastNewConnectionMs)
+		}
+		for metric, byPhase := range in.Tracked {
+			if s.Tracked == nil {
+				s.Tracked = map[string]map[string]*TrackedCell{}
+			}
+			if s.Tracked[metric] == nil {
+				s.Tracked[metric] = map[string]*TrackedCell{}
+			}
+			for phase, c := range byPhase {
+				dst := s.Tracked[metric][phase]
+				if dst == nil {
+					dst = &TrackedCell{Type: c.Type, Max: c.Max}
+					s.Tracked[metric][phase] = dst
+				}
+				dst.Count += c.Count
+				dst.Sum += c.Sum
+				dst.Last = c.Last
+				dst.Max = math.Max(dst.Max, c.Max)
+			}
+		}
+		for name, sd := range r.Series {
+			allSeries[name] = append(allSeries[name], sd.Points...)
+		}
+		for _, w := range r.Windows {
+			w.Instance = i
+			out.Windows = append(out.Windows, w)
+		}
+		s.Series.WindowsDropped += in.Series.WindowsDropped
+	}
+	for name, pts := range allSeries {
+		sort.SliceStable(pts, func(i, j int) bool { return pts[i].EndMs < pts[j].EndMs })
+		var total int64
+		var width int32 = 1
+		for i := range pts {
+			p := &pts[i]
+			p.Index = total
+			total += int64(p.N)
+			width = max(width, p.N)
+		}
+		pts, f := rebound(pts, DefaultSeriesLimit)
+		w := int(width) * f
+		info := seriesInfo("", total, len(pts), w)
+		info.Note = "merged from several instances: points interleaved by end time and renumbered. " + info.Note
+		out.Series[name] = &SeriesData{Points: pts, Info: info}
+	}
+	sort.SliceStable(out.Windows, func(i, j int) bool { return out.Windows[i].LastMs < out.Windows[j].LastMs })
+	if !s.Ended.IsZero() {
+		s.DurationS = s.Ended.Sub(s.Started).Seconds()
+	}
+	out.Finalize()
+	return out, nil
+}
+
+func maxPtr(a, b *float64) *float64 {
+	switch {
+	case b == nil:
+		return a
+	case a == nil || *b > *a:
+		v := *b
+		return &v
+	}
+	return a
+}
+
+var classRank = map[string]int{"flat": 0, "warmup": 1, "slowdown": 2, "undecided": 3, "no-steady-state": 4}
+
+func mergeScenario(s *Summary, out *Run, name string, sc *Scenario, hs *[3]*Hist, instance int) {
+	dst := s.Scenarios[name]
+	if dst == nil {
+		cp := *sc
+		cp.Regimes = map[string]*Dist{}
+		cp.Transitions = nil
+		cp.Iterations, cp.Untagged, cp.Relapses = 0, 0, 0
+		cp.ColdStart = ColdStart{}
+		dst = &cp
+		s.Scenarios[name] = dst
+		out.Iter[name] = &[3]*Hist{}
+	} else {
+		if classRank[sc.Class] > classRank[dst.Class] {
+			dst.Class = sc.Class
+		}
+		if regimeRank(sc.Regime) < regimeRank(dst.Regime) {
+			dst.Regime = sc.Regime
+		}
+		dst.Steady = dst.Steady && sc.Steady
+		if sc.TTSSMs == nil || dst.TTSSMs == nil {
+			dst.TTSSMs, dst.DeclaredAfterMs, dst.SteadyStart, dst.DeclaredAt = nil, nil, nil, nil
+		} else {
+			dst.TTSSMs = maxPtr(dst.TTSSMs, sc.TTSSMs)
+			dst.DeclaredAfterMs = maxPtr(dst.DeclaredAfterMs, sc.DeclaredAfterMs)
+			dst.SteadyStart = laterPoint(dst.SteadyStart, sc.SteadyStart)
+			dst.DeclaredAt = laterPoint(dst.DeclaredAt, sc.DeclaredAt)
+		}
+		dst.ColdEnd = laterPoint(dst.ColdEnd, sc.ColdEnd)
+	}
+	dst.Iterations += sc.Iterations
+	dst.Untagged += sc.Untagged
+	dst.Relapses += sc.Relapses
+	for _, t := range sc.Transitions {
+		t.Instance = instance
+		dst.Transitions = append(dst.Transitions, t)
+	}
+	sort.SliceStable(dst.Transitions, func(i, j int) bool { return dst.Transitions[i].AtMs < dst.Transitions[j].AtMs })
+	if hs == nil {
+		return
+	}
+	acc := out.Iter[name]
+	for i, h := range hs {
+		if h == nil {
+			continue
+		}
+		if acc[i] == nil {
+			acc[i] = &Hist{MinMs: math.Inf(1), MaxMs: math.Inf(-1)}
+		}
+		acc[i].Merge(h)
+		if acc[i].H == nil { // nothing recorded anywhere yet: keep the geometry
+			acc[i].H = hdrhistogram.New(1, h.H.HighestTrackableValue(), int(h.H.SignificantFigures()))
+		}
+	}
+}
+
+func laterPoint(a, b *Point) *Point {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case b.ElapsedMs > a.ElapsedMs:
+		return b
+	}
+	return a
+}

@@ -1,0 +1,249 @@
+// Package results is the results folder of a test run: its data model
+// (summary.json, with a schema version), the HdrHistogram logs, the detector
+// and iteration series, the self-contained HTML report, merging the folders of
+// several k6 instances, comparing two runs, and the probe of the load
+// generator's environment. It knows nothing of k6: the k6 glue fills a Run,
+// the `k6 x regime` subcommands and the tests load and write folders.
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// SchemaVersion is the version of summary.json's layout. It changes when a
+// field changes meaning or goes away (new fields keep the version).
+const SchemaVersion = 1
+
+// Regimes in order.
+var Regimes = [3]string{"cold", "warmup", "steady"}
+
+// File names inside a run folder.
+const (
+	SummaryFile      = "summary.json"
+	ReportFile       = "report.html"
+	RequestsHLogFile = "requests.hlog"
+	WindowsFile      = "windows.csv"
+	hdrDir           = "hdr"
+	seriesDir        = "series"
+)
+
+// Summary is summary.json.
+type Summary struct {
+	Schema    int       `json:"schema"`
+	RunID     string    `json:"run_id"`
+	TestID    string    `json:"testid,omitempty"`
+	Started   time.Time `json:"started"`
+	Ended     time.Time `json:"ended"`
+	DurationS float64   `json:"duration_s"`
+	// Instances is 1 for one k6 process, the number of folders merged otherwise.
+	Instances  int      `json:"instances"`
+	MergedFrom []string `json:"merged_from,omitempty"`
+	// Aborted is set when the run did not reach its natural end (k6 was interrupted).
+	Aborted bool `json:"aborted,omitempty"`
+
+	Environment Environment `json:"environment"`
+	// InstanceEnvironments holds each instance's environment after a merge.
+	InstanceEnvironments []Environment `json:"instance_environments,omitempty"`
+
+	Scenarios           map[string]*Scenario               `json:"scenarios"`
+	Requests            []*RequestRow                      `json:"requests"`
+	ConnectionColdStart map[string]*ConnPhase              `json:"connection_cold_start"`
+	Tracked             map[string]map[string]*TrackedCell `json:"tracked,omitempty"`
+	Series              SeriesInfo                         `json:"series"`
+	Warnings            []string                           `json:"warnings"`
+	// Thresholds holds k6's threshold verdicts (metric -> expression -> ok), when given.
+	Thresholds map[string]map[string]bool `json:"thresholds,omitempty"`
+	Extra      map[string]any             `json:"extra,omitempty"`
+}
+
+// Scenario is what the detectors found in one scenario, with the iteration
+// duration distribution of each regime.
+type Scenario struct {
+	Scope      string `json:"scope,omitempty"`
+	Input      string `json:"input,omitempty"`
+	Class      string `json:"class"`
+	Regime     string `json:"regime"` // at the end of the run
+	Steady     bool   `json:"steady"` // steady state reached and held to the end
+	Iterations int64  `json:"iterations"`
+	Untagged   int64  `json:"untagged"`
+	// TTSSMs is the time to steady state: from the scenario start to the
+	// (retroactive) start of the steady segment; nil when never reached.
+	TTSSMs          *float64 `json:"ttss_ms"`
+	DeclaredAfterMs *float64 `json:"declared_after_ms"`
+	// WarmupMs is the warm-up duration: from the end of the cold tail to the
+	// start of steady state; nil when either is missing.
+	WarmupMs    *float64         `json:"warmup_duration_ms"`
+	ColdEnd     *Point           `json:"cold_end"`
+	SteadyStart *Point           `json:"steady_start"`
+	DeclaredAt  *Point           `json:"declared_at"`
+	Relapses    int64            `json:"relapses"`
+	ColdStart   ColdStart        `json:"cold_start"`
+	Regimes     map[string]*Dist `json:"regimes"`
+	Transitions []Transition     `json:"transitions"`
+	// Endpoints holds per-endpoint detections for scope "endpoint".
+	Endpoints map[string]*Detection `json:"endpoints,omitempty"`
+}
+
+// Detection is one endpoint detector's findings.
+type Detection struct {
+	Class       string `json:"class"`
+	ColdEnd     *Point `json:"cold_end"`
+	SteadyStart *Point `json:"steady_start"`
+	DeclaredAt  *Point `json:"declared_at"`
+}
+
+// Point locates an observation: its index and the time since the scenario start.
+type Point struct {
+	Index     int64   `json:"index"`
+	ElapsedMs float64 `json:"elapsed_ms"`
+}
+
+// ColdStart is the cost of the cold start.
+type ColdStart struct {
+	// DurationMs sums the durations of the iterations tagged cold.
+	DurationMs float64 `json:"duration_ms"`
+	Iterations int64   `json:"iterations"`
+	// ExcessMs is what the cold and warm-up iterations took beyond the steady
+	// median; nil without steady iterations.
+	ExcessMs *float64 `json:"excess_ms"`
+}
+
+// Transition is one regime change of a scenario (or one of its endpoints).
+type Transition struct {
+	Endpoint string `json:"endpoint,omitempty"`
+	Kind     string `json:"kind"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	// Index and AtMs (Unix ms) are where it was decided online; Boundary and
+	// BoundaryMs where, in hindsight, the new regime began.
+	Index      int64   `json:"index"`
+	Boundary   int64   `json:"boundary"`
+	AtMs       float64 `json:"at_ms,omitempty"`
+	BoundaryMs float64 `json:"boundary_ms,omitempty"`
+	ElapsedMs  float64 `json:"elapsed_ms"`
+	Instance   int     `json:"instance,omitempty"`
+}
+
+// Dist is a latency distribution (ms) with its count and rate. Percentiles
+// come from an HDR histogram (written next to summary.json); count, sum, min
+// and max are exact.
+type Dist struct {
+	Count int64   `json:"count"`
+	SumMs float64 `json:"sum_ms"`
+	Min   float64 `json:"min"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p99_9"`
+	Max   float64 `json:"max"`
+	// Rate is count per second over the span: from FirstMs to LastMs (Unix
+	// ms: the first start and the last end of the regime's iterations).
+	Rate    float64 `json:"rate"`
+	SpanMs  float64 `json:"span_ms"`
+	FirstMs float64 `json:"first_ms,omitempty"`
+	LastMs  float64 `json:"last_ms,omitempty"`
+	// Errors counts failed iterations or requests, where known.
+	Errors int64 `json:"errors"`
+	// HLog is the HdrHistogram log holding the distribution (values in
+	// microseconds), relative to the run folder, with the Tag when shared.
+	HLog string `json:"hlog,omitempty"`
+	Tag  string `json:"hdr_tag,omitempty"`
+}
+
+// RequestRow is one cell of the request breakdown: scenario x phase x regime
+// x endpoint x protocol.
+type RequestRow struct {
+	Scenario string `json:"scenario"`
+	Phase    string `json:"phase"`
+	Regime   string `json:"regime"`
+	Endpoint string `json:"endpoint"`
+	Protocol string `json:"protocol"`
+	Dist
+	ErrorRate           float64  `json:"error_rate"`
+	Status5xx           int64    `json:"status_5xx"`
+	NoResponse          int64    `json:"no_response"`
+	NewConnections      int64    `json:"new_connections"`
+	ConnectMs           float64  `json:"connect_ms"`
+	TLSMs               float64  `json:"tls_ms"`
+	LastNewConnectionMs *float64 `json:"last_new_connection_ms"`
+}
+
+// Key identifies the row across runs.
+func (r *RequestRow) Key() string {
+	return r.Scenario + "\x00" + r.Phase + "\x00" + r.Regime + "\x00" + r.Endpoint + "\x00" + r.Protocol
+}
+
+// ConnPhase is the connection-pool cold start of one phase: requests that
+// opened a new connection, and the errors, by regime.
+type ConnPhase struct {
+	Requests               int64            `json:"requests"`
+	NewConnections         int64            `json:"new_connections"`
+	ConnectMs              float64          `json:"connect_ms"`
+	TLSMs                  float64          `json:"tls_ms"`
+	NewConnectionsByRegime map[string]int64 `json:"new_connections_by_regime"`
+	Errors                 int64            `json:"errors"`
+	Status5xx              int64            `json:"status_5xx"`
+	NoResponse             int64            `json:"no_response"`
+	ErrorsByRegime         map[string]int64 `json:"errors_by_regime"`
+	LastNewConnectionMs    *float64         `json:"last_new_connection_ms"`
+}
+
+// TrackedCell aggregates one tracked custom metric in one phase.
+type TrackedCell struct {
+	Type  string  `json:"type"`
+	Count int64   `json:"count"`
+	Sum   float64 `json:"sum"`
+	Last  float64 `json:"last"`
+	Max   float64 `json:"max"`
+}
+
+// SeriesInfo says what the series files hold.
+type SeriesInfo struct {
+	Windows        string                    `json:"windows"`
+	WindowsDropped int64                     `json:"windows_dropped"`
+	Iterations     map[string]IterSeriesInfo `json:"iterations"`
+}
+
+// IterSeriesInfo describes one scenario's iteration series file.
+type IterSeriesInfo struct {
+	File       string `json:"file"`
+	Iterations int64  `json:"iterations"`
+	Points     int    `json:"points"`
+	// BucketWidth is 1 while every iteration is kept; beyond the limit the
+	// series is aggregated into buckets of up to BucketWidth iterations.
+	BucketWidth int    `json:"bucket_width"`
+	Aggregated  bool   `json:"aggregated"`
+	Note        string `json:"note,omitempty"`
+}
+
+// ReadSummary reads a run folder's summary.json.
+func ReadSummary(dir string) (*Summary, error) {
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		return nil, fmt.Errorf("reading results: %w", err)
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, SummaryFile), err)
+	}
+	if s.Schema != SchemaVersion {
+		return nil, fmt.Errorf("%s: schema version %d, this tool reads version %d", filepath.Join(dir, SummaryFile), s.Schema, SchemaVersion)
+	}
+	return &s, nil
+}
+
+// SortedScenarios lists the scenario names in order.
+func (s *Summary) SortedScenarios() []string {
+	names := make([]string, 0, len(s.Scenarios))
+	for n := range s.Scenarios {
+		names = append(names, n)
+	}
+	sortStrings(names)
+	return names
+}

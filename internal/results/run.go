@@ -1,0 +1,525 @@
+package results
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Run is a results folder in memory: the summary and what it is computed
+// from (histograms), and the series.
+type Run struct {
+	Summary *Summary
+	// Iter holds per scenario the iteration-duration distribution of each
+	// regime (index: 0 cold, 1 warmup, 2 steady).
+	Iter map[string]*[3]*Hist
+	// Req holds the request distributions by RequestRow.Key().
+	Req map[string]*Hist
+	// Series holds per scenario the iteration series.
+	Series map[string]*SeriesData
+	// Windows holds the detectors' closed windows, in order of closing.
+	Windows []WindowRow
+}
+
+// SeriesData is one scenario's iteration series.
+type SeriesData struct {
+	Points []SeriesPoint
+	Info   IterSeriesInfo
+}
+
+// WindowRow is one closed detector window.
+type WindowRow struct {
+	Scenario     string
+	Endpoint     string
+	Seq          int
+	FirstIndex   int64
+	LastIndex    int64
+	FirstMs      float64 // Unix ms
+	LastMs       float64
+	N            int
+	Median       float64
+	Tail         float64
+	TailQuantile float64
+	Drift        float64
+	Stable       bool
+	Regime       string
+	Instance     int
+}
+
+// NewRun returns an empty run.
+func NewRun() *Run {
+	return &Run{
+		Summary: &Summary{Schema: SchemaVersion, Instances: 1, Scenarios: map[string]*Scenario{},
+			ConnectionColdStart: map[string]*ConnPhase{}, Warnings: []string{}},
+		Iter: map[string]*[3]*Hist{}, Req: map[string]*Hist{}, Series: map[string]*SeriesData{},
+	}
+}
+
+// Finalize computes the summary's distributions, rates and derived figures
+// from the histograms, and names the files they are written to.
+func (r *Run) Finalize() {
+	s := r.Summary
+	s.Schema = SchemaVersion
+	if s.Instances == 0 {
+		s.Instances = 1
+	}
+	if !s.Ended.IsZero() && !s.Started.IsZero() {
+		s.DurationS = s.Ended.Sub(s.Started).Seconds()
+	}
+	if s.Warnings == nil {
+		s.Warnings = []string{}
+	}
+	for name, sc := range s.Scenarios {
+		if sc.Regimes == nil {
+			sc.Regimes = map[string]*Dist{}
+		}
+		hs := r.Iter[name]
+		if hs == nil {
+			continue
+		}
+		var total int64
+		for i, h := range hs {
+			d := sc.Regimes[Regimes[i]]
+			if d == nil {
+				d = &Dist{}
+				sc.Regimes[Regimes[i]] = d
+			}
+			if h == nil {
+				continue
+			}
+			h.fill(d)
+			total += d.Count
+			d.HLog = filepath.Join(hdrDir, iterHLogName(name, Regimes[i]))
+			d.Tag = iterTag(name, Regimes[i])
+		}
+		if sc.Iterations < total+sc.Untagged {
+			sc.Iterations = total + sc.Untagged
+		}
+		if cold := hs[0]; cold != nil {
+			sc.ColdStart.Iterations, sc.ColdStart.DurationMs = cold.Count, cold.SumMs
+		}
+		sc.ColdStart.ExcessMs = nil
+		if st := hs[2]; st != nil && st.Count > 0 {
+			p50 := st.Quantile(50)
+			excess := 0.0
+			for _, h := range hs[:2] {
+				if h != nil {
+					excess += h.SumMs - float64(h.Count)*p50
+				}
+			}
+			sc.ColdStart.ExcessMs = &excess
+		}
+		sc.WarmupMs = nil
+		if sc.ColdEnd != nil && sc.SteadyStart != nil {
+			w := math.Max(0, sc.SteadyStart.ElapsedMs-sc.ColdEnd.ElapsedMs)
+			sc.WarmupMs = &w
+		}
+	}
+	for _, row := range s.Requests {
+		h := r.Req[row.Key()]
+		if h == nil {
+			continue
+		}
+		if sc := s.Scenarios[row.Scenario]; sc != nil {
+			if d := sc.Regimes[row.Regime]; d != nil && d.LastMs > d.FirstMs {
+				h.FirstMs, h.LastMs = d.FirstMs, d.LastMs
+			}
+		}
+		errs := row.Errors
+		h.fill(&row.Dist)
+		row.Errors = errs
+		row.ErrorRate = 0
+		if row.Count > 0 {
+			row.ErrorRate = float64(row.Errors) / float64(row.Count)
+		}
+		row.HLog = RequestsHLogFile
+		row.Tag = reqTag(row)
+	}
+	sort.SliceStable(s.Requests, func(i, j int) bool {
+		a, b := s.Requests[i], s.Requests[j]
+		if a.Scenario != b.Scenario {
+			return a.Scenario < b.Scenario
+		}
+		if a.Phase != b.Phase {
+			return a.Phase < b.Phase
+		}
+		if a.Endpoint != b.Endpoint {
+			return a.Endpoint < b.Endpoint
+		}
+		if a.Protocol != b.Protocol {
+			return a.Protocol < b.Protocol
+		}
+		return regimeRank(a.Regime) < regimeRank(b.Regime)
+	})
+	s.Series.Windows = WindowsFile
+	s.Series.Iterations = map[string]IterSeriesInfo{}
+	for name, sd := range r.Series {
+		sd.Info.File = filepath.Join(seriesDir, "iterations-"+fileSafe(name)+".csv")
+		sd.Info.Points = len(sd.Points)
+		s.Series.Iterations[name] = sd.Info
+	}
+}
+
+func regimeRank(r string) int {
+	for i, n := range Regimes {
+		if n == r {
+			return i
+		}
+	}
+	return 3
+}
+
+func iterHLogName(scenario, regime string) string {
+	return "iterations-" + fileSafe(scenario) + "-" + regime + ".hlog"
+}
+
+func iterTag(scenario, regime string) string { return escapeTag(scenario) + ";" + regime }
+
+func reqTag(row *RequestRow) string {
+	return strings.Join([]string{escapeTag(row.Scenario), escapeTag(row.Phase), escapeTag(row.Regime),
+		escapeTag(row.Endpoint), escapeTag(row.Protocol)}, ";")
+}
+
+// WriteOptions say what WriteDir writes besides the data files.
+type WriteOptions struct {
+	Report bool // report.html
+}
+
+// WriteDir finalizes the run and writes its folder (created if needed):
+// summary.json, hdr/*.hlog, requests.hlog, series/*.csv, windows.csv and,
+// when asked, report.html.
+func (r *Run) WriteDir(dir string, opt WriteOptions) error {
+	r.Finalize()
+	if err := os.MkdirAll(filepath.Join(dir, hdrDir), 0o755); err != nil { //nolint:gosec // a results folder users read
+		return fmt.Errorf("results: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, seriesDir), 0o755); err != nil { //nolint:gosec
+		return fmt.Errorf("results: %w", err)
+	}
+	s := r.Summary
+	startMs := s.Started.UnixMilli()
+	var errs []error
+	for _, name := range s.SortedScenarios() {
+		hs := r.Iter[name]
+		if hs == nil {
+			continue
+		}
+		for i, h := range hs {
+			if h == nil {
+				continue
+			}
+			d := s.Scenarios[name].Regimes[Regimes[i]]
+			errs = append(errs, writeHLog(filepath.Join(dir, d.HLog),
+				fmt.Sprintf("iteration_duration of scenario %s, regime %s", name, Regimes[i]), startMs,
+				[]hlogEntry{{tag: d.Tag, startMs: spanStart(d, startMs), endMs: int64(d.LastMs), h: h.H}}))
+		}
+	}
+	var entries []hlogEntry
+	for _, row := range s.Requests {
+		if h := r.Req[row.Key()]; h != nil {
+			entries = append(entries, hlogEntry{tag: row.Tag, startMs: spanStart(&row.Dist, startMs), endMs: int64(row.LastMs), h: h.H})
+		}
+	}
+	errs = append(errs, writeHLog(filepath.Join(dir, RequestsHLogFile),
+		"request durations per scenario;phase;regime;endpoint;protocol (the Tag)", startMs, entries))
+	for name, sd := range r.Series {
+		errs = append(errs, writeSeries(filepath.Join(dir, sd.Info.File), name, sd))
+	}
+	errs = append(errs, writeWindows(filepath.Join(dir, WindowsFile), r.Windows))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	b, err := json.MarshalIndent(s, "", " ")
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SummaryFile), append(b, '\n'), 0o644); err != nil { //nolint:gosec
+		return fmt.Errorf("results: %w", err)
+	}
+	if opt.Report {
+		if err := r.WriteReport(filepath.Join(dir, ReportFile)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func spanStart(d *Dist, fallback int64) int64 {
+	if d.FirstMs > 0 {
+		return int64(d.FirstMs)
+	}
+	return fallback
+}
+
+// WriteReport writes report.html.
+func (r *Run) WriteReport(path string) error {
+	f, err := os.Create(path) //nolint:gosec // the run folder
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	err = r.Report(bw)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("results: report: %w", err)
+	}
+	return nil
+}
+
+const seriesHeader = "index,n,end_ms,min_ms,median_ms,max_ms,regime"
+
+func writeSeries(path, scenario string, sd *SeriesData) error {
+	f, err := os.Create(path) //nolint:gosec // the run folder
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if sd.Info.Aggregated {
+		fmt.Fprintf(bw, "# xk6-regime iteration series of scenario %s: %d iterations in %d buckets of up to %d; %s\n",
+			scenario, sd.Info.Iterations, len(sd.Points), sd.Info.BucketWidth, sd.Info.Note)
+	} else {
+		fmt.Fprintf(bw, "# xk6-regime iteration series of scenario %s: every iteration (%d), in arrival order; end_ms is Unix ms\n",
+			scenario, sd.Info.Iterations)
+	}
+	bw.WriteString(seriesHeader + "\n")
+	buf := make([]byte, 0, 128)
+	for _, p := range sd.Points {
+		buf = buf[:0]
+		buf = strconv.AppendInt(buf, p.Index, 10)
+		buf = append(buf, ',')
+		buf = strconv.AppendInt(buf, int64(p.N), 10)
+		buf = append(buf, ',')
+		buf = strconv.AppendFloat(buf, p.EndMs, 'f', 3, 64)
+		for _, v := range [3]float32{p.Min, p.Med, p.Max} {
+			buf = append(buf, ',')
+			buf = strconv.AppendFloat(buf, float64(v), 'g', 7, 32)
+		}
+		buf = append(buf, ',')
+		buf = append(buf, regimeName(p.Regime)...)
+		buf = append(buf, '\n')
+		bw.Write(buf)
+	}
+	err = bw.Flush()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func regimeName(r uint8) string {
+	if int(r) < len(Regimes) {
+		return Regimes[r]
+	}
+	return "untagged"
+}
+
+func regimeIndex(s string) uint8 {
+	for i, n := range Regimes {
+		if n == s {
+			return uint8(i)
+		}
+	}
+	return 3
+}
+
+func readSeries(path string) ([]SeriesPoint, error) {
+	f, err := os.Open(path) //nolint:gosec // a results folder
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	cr := csv.NewReader(f)
+	cr.Comment = '#'
+	cr.FieldsPerRecord = 7
+	cr.ReuseRecord = true
+	var out []SeriesPoint
+	for line := 0; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if line == 0 && rec[0] == "index" {
+			continue
+		}
+		var p SeriesPoint
+		var perr error
+		num := func(s string) float64 {
+			v, e := strconv.ParseFloat(s, 64)
+			if e != nil && perr == nil {
+				perr = e
+			}
+			return v
+		}
+		p.Index = int64(num(rec[0]))
+		p.N = int32(num(rec[1]))
+		p.EndMs = num(rec[2])
+		p.Min, p.Med, p.Max = float32(num(rec[3])), float32(num(rec[4])), float32(num(rec[5]))
+		p.Regime = regimeIndex(rec[6])
+		if perr != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", path, line+2, perr)
+		}
+		out = append(out, p)
+	}
+}
+
+const windowsHeader = "scenario,endpoint,seq,first_index,last_index,first_ms,last_ms,n,median_ms,tail_ms,tail_quantile,drift,stable,regime,instance"
+
+func writeWindows(path string, ws []WindowRow) error {
+	f, err := os.Create(path) //nolint:gosec // the run folder
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	cw := csv.NewWriter(bw)
+	_ = cw.Write(strings.Split(windowsHeader, ","))
+	ff := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	for _, w := range ws {
+		_ = cw.Write([]string{w.Scenario, w.Endpoint, strconv.Itoa(w.Seq),
+			strconv.FormatInt(w.FirstIndex, 10), strconv.FormatInt(w.LastIndex, 10),
+			strconv.FormatFloat(w.FirstMs, 'f', 3, 64), strconv.FormatFloat(w.LastMs, 'f', 3, 64),
+			strconv.Itoa(w.N), ff(w.Median), ff(w.Tail), ff(w.TailQuantile), ff(w.Drift),
+			strconv.FormatBool(w.Stable), w.Regime, strconv.Itoa(w.Instance)})
+	}
+	cw.Flush()
+	err = errors.Join(cw.Error(), bw.Flush())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func readWindows(path string) ([]WindowRow, error) {
+	f, err := os.Open(path) //nolint:gosec // a results folder
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	cr := csv.NewReader(f)
+	cr.FieldsPerRecord = 15
+	var out []WindowRow
+	for line := 0; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if line == 0 {
+			continue
+		}
+		var perr error
+		num := func(s string) float64 {
+			v, e := strconv.ParseFloat(s, 64)
+			if e != nil && perr == nil {
+				perr = e
+			}
+			return v
+		}
+		w := WindowRow{Scenario: rec[0], Endpoint: rec[1], Seq: int(num(rec[2])), FirstIndex: int64(num(rec[3])),
+			LastIndex: int64(num(rec[4])), FirstMs: num(rec[5]), LastMs: num(rec[6]), N: int(num(rec[7])),
+			Median: num(rec[8]), Tail: num(rec[9]), TailQuantile: num(rec[10]), Drift: num(rec[11]),
+			Stable: rec[12] == "true", Regime: rec[13], Instance: int(num(rec[14]))}
+		if perr != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", path, line+1, perr)
+		}
+		out = append(out, w)
+	}
+}
+
+// LoadDir reads a results folder back: the summary, its histograms and series.
+func LoadDir(dir string) (*Run, error) {
+	s, err := ReadSummary(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{Summary: s, Iter: map[string]*[3]*Hist{}, Req: map[string]*Hist{}, Series: map[string]*SeriesData{}}
+	if s.Scenarios == nil {
+		s.Scenarios = map[string]*Scenario{}
+	}
+	if s.ConnectionColdStart == nil {
+		s.ConnectionColdStart = map[string]*ConnPhase{}
+	}
+	for name, sc := range s.Scenarios {
+		var hs [3]*Hist
+		for i, rg := range Regimes {
+			d := sc.Regimes[rg]
+			if d == nil || d.HLog == "" {
+				continue
+			}
+			h, err := findHLog(filepath.Join(dir, d.HLog), d.Tag, nil)
+			if err != nil {
+				return nil, err
+			}
+			hs[i] = histFromDist(h, d)
+		}
+		r.Iter[name] = &hs
+	}
+	if len(s.Requests) > 0 {
+		all, err := readHLog(filepath.Join(dir, RequestsHLogFile))
+		if err != nil {
+			return nil, err
+		}
+		byTag := make(map[string]*hdrhistogram.Histogram, len(all))
+		for _, h := range all {
+			byTag[h.Tag()] = h
+		}
+		for _, row := range s.Requests {
+			h := byTag[row.Tag]
+			if h == nil {
+				return nil, fmt.Errorf("%s: no histogram tagged %q (request row %s %s %s %s)",
+					filepath.Join(dir, RequestsHLogFile), row.Tag, row.Scenario, row.Phase, row.Regime, row.Endpoint)
+			}
+			r.Req[row.Key()] = histFromDist(h, &row.Dist)
+		}
+	}
+	for name, info := range s.Series.Iterations {
+		pts, err := readSeries(filepath.Join(dir, info.File))
+		if err != nil {
+			return nil, err
+		}
+		r.Series[name] = &SeriesData{Points: pts, Info: info}
+	}
+	if r.Windows, err = readWindows(filepath.Join(dir, WindowsFile)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func findHLog(path, tag string, _ *time.Time) (*hdrhistogram.Histogram, error) {
+	hs, err := readHLog(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range hs {
+		if tag == "" || h.Tag() == tag {
+			return h, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: no histogram tagged %q", path, tag)
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
