@@ -62,11 +62,28 @@ export interface Summary {
 }
 /** What the detectors found (for handleSummary). */
 export function summary(): Summary;
-/** Create dir and write the files (name -> text) in it; returns dir. */
-export function writeResults(dir: string, files: Record<string, string>): string;
+export interface SaveOptions {
+  /** Parent folder (default 'results'); the run folder is <dir>/<UTC start>[-<testid>]. */
+  dir?: string;
+  testid?: string;
+  /** Anything to keep in summary.json under "extra" (profile, schedule, ...). */
+  extra?: Record<string, unknown>;
+  /** metric -> expression -> passed, from handleSummary's data. */
+  thresholds?: Record<string, Record<string, boolean>>;
+  /** Extra files (name -> text) to write in the run folder. */
+  files?: Record<string, string>;
+  /** Write report.html (default true). */
+  report?: boolean;
+  /** Mark the run as interrupted. */
+  aborted?: boolean;
+}
+/** Write results/<run id>/ (summary.json, HdrHistogram logs, series, report.html); returns its path. */
+export function saveResults(opts?: SaveOptions): string;
+/** The console regime table. */
+export function textSummary(): string;
 
 declare const regime: {
   configure: typeof configure; wrap: typeof wrap; observe: typeof observe; current: typeof current;
-  summary: typeof summary; writeResults: typeof writeResults;
+  summary: typeof summary; saveResults: typeof saveResults; textSummary: typeof textSummary;
 };
 export default regime;
