@@ -54,10 +54,10 @@ test: vet build build-demo
 test-short:
 	$(GO) test -short -count=1 ./detector/... ./extension/... ./internal/...
 
-## bench: Go benchmarks (-benchmem) of the detector, then paired stock-vs-extension k6 runs
+## bench: Go benchmarks (-benchmem) of the detector and the extension's per-sample path, then paired stock-vs-extension k6 runs
 .PHONY: bench
 bench: build build-stock
-	$(GO) test -run '^$$' -bench . -benchmem ./detector/...
+	$(GO) test -run '^$$' -bench . -benchmem ./detector/... ./extension/...
 	$(GO) run ./tools/k6bench -stock ./k6-stock -k6 $(K6) -pairs 6 -duration 4s
 
 ## accuracy: run `k6 x regime detect` over the JMH corpus and score it beside the reference techniques
