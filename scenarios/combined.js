@@ -25,8 +25,8 @@ const PROFILES = {
   full: { warmup: [10, 100, '30s'], init: [100, 300, '2m'], api: 300, events: 500, gameplay: '30m', maxVUs: 300 },
   // the same shape scaled to 2 cores and about 90 s
   short: { warmup: [5, 40, '20s'], init: [40, 100, '20s'], api: 60, events: 60, gameplay: '45s', maxVUs: 60 },
-  // for automated tests: the same shape in about 45 s
-  smoke: { warmup: [5, 40, '8s'], init: [40, 100, '14s'], api: 60, events: 60, gameplay: '22s', maxVUs: 60 },
+  // for automated tests: the same shape in about a minute
+  smoke: { warmup: [5, 40, '8s'], init: [40, 100, '14s'], api: 60, events: 60, gameplay: '40s', maxVUs: 60 },
 };
 const VARIANTS = ['gradual', 'instant-burst'];
 
@@ -107,8 +107,17 @@ export const options = {
 };
 options.thresholds = combinedThresholds(scenarios);
 
+// Service latency wanders more than a microbenchmark's: on a shared machine
+// its window medians move +-10% in slow waves (GC, CPU frequency, the other
+// scenarios). The kit calls a level within 10% (median) steady and loses
+// steady state only on a persistent median shift; a latency that keeps
+// drifting is still never steady. The detector's own defaults (3% median,
+// 5% mean) are calibrated on JMH microbenchmarks.
+export const SERVICE_DETECTOR = { median_tolerance: 0.10, mean_tolerance: 0.15, relapse_on_mean: false };
+
 regime.configure(options, {
   track: Object.values(pool).map((m) => m.name),
+  detector: SERVICE_DETECTOR,
 });
 
 const grpcClient = new grpc.Client();
