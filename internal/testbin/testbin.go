@@ -5,6 +5,7 @@
 package testbin
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,4 +65,23 @@ func (b *binary) get(tb testing.TB) string {
 	})
 	require.NoError(tb, b.err)
 	return b.path
+}
+
+// Buffer is a bytes.Buffer safe for a child process's output copier writing
+// it while the test reads it.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

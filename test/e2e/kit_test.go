@@ -34,14 +34,14 @@ func freeAddr(tb testing.TB) string {
 // demoService is a running demo service on 127.0.0.1.
 type demoService struct {
 	httpAddr, grpcAddr string
-	log                *bytes.Buffer
+	log                *testbin.Buffer
 }
 
 // startDemo starts the demo service with extra flags and env, waits (bounded)
 // until it answers, and stops it with SIGTERM at cleanup.
 func startDemo(tb testing.TB, env []string, flags ...string) *demoService {
 	tb.Helper()
-	d := &demoService{httpAddr: freeAddr(tb), grpcAddr: freeAddr(tb), log: &bytes.Buffer{}}
+	d := &demoService{httpAddr: freeAddr(tb), grpcAddr: freeAddr(tb), log: &testbin.Buffer{}}
 	args := append([]string{"-http-addr", d.httpAddr, "-grpc-addr", d.grpcAddr}, flags...)
 	cmd := exec.Command(demoBinary(tb), args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -72,7 +72,9 @@ func startDemo(tb testing.TB, env []string, flags ...string) *demoService {
 			tb.Fatalf("demo service exited: %v\n%s", err, d.log.String())
 		case <-time.After(50 * time.Millisecond):
 		}
-		require.True(tb, time.Now().Before(deadline), "demo service did not answer /healthz:\n%s", d.log.String())
+		if time.Now().After(deadline) {
+			tb.Fatalf("demo service did not answer /healthz:\n%s", d.log.String())
+		}
 	}
 }
 

@@ -79,26 +79,8 @@ func freePort(tb testing.TB) int {
 type influxd struct {
 	port int
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *testbin.Buffer
 	done chan struct{}
-}
-
-// syncBuffer is a bytes.Buffer the process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func (s *influxd) url() string { return fmt.Sprintf("http://127.0.0.1:%d", s.port) }
@@ -109,7 +91,7 @@ func startInfluxd(tb testing.TB) *influxd {
 	tb.Helper()
 	influxdBinary(tb)
 	dir := tb.TempDir()
-	s := &influxd{port: freePort(tb), log: &syncBuffer{}, done: make(chan struct{})}
+	s := &influxd{port: freePort(tb), log: &testbin.Buffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(filepath.Join(repoRoot(tb), "scripts", "influxd.sh"), "run", dir, strconv.Itoa(s.port))
 	s.cmd.Env = append(os.Environ(), "INFLUXD_RPC_PORT="+strconv.Itoa(freePort(tb)))
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
