@@ -2,9 +2,11 @@
 # xk6-regime-influxdb output), built with xk6 from this repository.
 # Build context: the repository root (docker-compose.yml sets it).
 
-# xk6 image pinned by tag; its Go toolchain fetches the go.mod toolchain
+# xk6 image pinned by tag: v1.4.5 is a published xk6 release (its release
+# notes); the build itself was not run here (no Docker engine). Its Go
+# toolchain fetches the go.mod toolchain
 # (go 1.26.x) through GOTOOLCHAIN=auto when it is older.
-FROM grafana/xk6:1.4.14 AS build
+FROM grafana/xk6:1.4.5 AS build
 WORKDIR /src
 COPY . .
 ENV GOTOOLCHAIN=auto CGO_ENABLED=0
