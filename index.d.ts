@@ -59,6 +59,8 @@ export interface Summary {
   /** tracked metrics per phase: count, sum, last, max */
   tracked: Record<string, Record<string, { type: string; count: number; sum: number; last: number; max: number }>>;
   dropped_samples: number;
+  /** iterations whose samples had no scenario tag (systemTags without scenario) */
+  iterations_without_scenario: number;
 }
 /** What the detectors found (for handleSummary). */
 export function summary(): Summary;

@@ -299,7 +299,11 @@ func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
 	}
 	name, ok := s.Tags.Get(scenarioTag)
 	if !ok {
-		rs.noScenarioTag.Add(1)
+		if kind == sinkIteration {
+			// requests of setup() and teardown() have no scenario either; only
+			// an iteration without one means the system tag was turned off
+			rs.noScenarioTag.Add(1)
+		}
 		return
 	}
 	st := rs.scenario(name)
@@ -575,7 +579,7 @@ func (rs *runState) testEnd() {
 			"when the end-of-test summary or thresholds are enabled (do not combine --no-summary with --no-thresholds)")
 	}
 	if n := rs.noScenarioTag.Load(); n > 0 {
-		rs.logger.Errorf("regime: %d samples had no 'scenario' tag and were not used; keep 'scenario' in systemTags", n)
+		rs.logger.Errorf("regime: %d iterations had no 'scenario' tag and were not used; keep 'scenario' in systemTags", n)
 	}
 	rs.pending.Store(true)
 	rs.flushPending(*out)

@@ -35,13 +35,13 @@ func (rs *runState) summary() map[string]any {
 		started = first.UTC().Format(time.RFC3339Nano)
 	}
 	return map[string]any{
-		"run_started":                       started,
-		"requests":                          rs.bd.requests(),
-		"connection_cold_start":             rs.bd.connectionColdStart(),
-		"tracked":                           rs.bd.trackedSummary(),
-		"scenarios":                         scenarios,
-		"dropped_samples":                   rs.dropped.Load(),
-		"untagged_samples_without_scenario": rs.noScenarioTag.Load(),
+		"run_started":                 started,
+		"requests":                    rs.bd.requests(),
+		"connection_cold_start":       rs.bd.connectionColdStart(),
+		"tracked":                     rs.bd.trackedSummary(),
+		"scenarios":                   scenarios,
+		"dropped_samples":             rs.dropped.Load(),
+		"iterations_without_scenario": rs.noScenarioTag.Load(),
 	}
 }
 
