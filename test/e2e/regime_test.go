@@ -86,7 +86,6 @@ export function handleSummary(data) {
 // same iterations per regime, that they sum to the total, and that the
 // steady sub-metric saw no cold sample.
 func TestRegimeTagsAndCounts(t *testing.T) {
-	t.Parallel()
 	srv := newScheduleServer(t, coldWarmSteady(40, 1500, 4*time.Millisecond))
 	res := runK6(t, countsScript, map[string]string{"BASE_URL": srv.URL}, "--out", "json=out.json.gz")
 	require.Equal(t, 0, res.ExitCode, "stderr:\n%s", res.Stderr)
@@ -164,7 +163,6 @@ export default function () {
 // never reaches steady state, so the steady-only gate fails (exit 99) with a
 // log line, where stock k6 would pass the Trend threshold on no data.
 func TestNeverSettlingServerFailsTheGate(t *testing.T) {
-	t.Parallel()
 	srv := newScheduleServer(t, neverSettles(4*time.Microsecond))
 	script := strings.ReplaceAll(gateScript, "${REPO}", repoRoot(t))
 	res := runK6(t, script, map[string]string{"BASE_URL": srv.URL})
@@ -241,7 +239,6 @@ export function handleSummary() {
 // distributions see an async iteration's whole duration, including what runs
 // after the function returned its promise.
 func TestAsyncIterationsTimedToTheirEnd(t *testing.T) {
-	t.Parallel()
 	srv := newScheduleServer(t, func(int64, *rand.Rand) time.Duration { return time.Millisecond })
 	res := runK6(t, asyncScript, map[string]string{"BASE_URL": srv.URL})
 	require.Equal(t, 0, res.ExitCode, "stderr:\n%s", res.Stderr)

@@ -23,7 +23,7 @@ const resultsScript = `
 import http from 'k6/http';
 import regime from 'k6/x/regime';
 export const options = {
-  scenarios: { load: { executor: 'constant-arrival-rate', rate: 300, timeUnit: '1s', duration: __ENV.DURATION || '5s',
+  scenarios: { load: { executor: 'constant-arrival-rate', rate: 300, timeUnit: '1s', duration: __ENV.DURATION || '8s',
     preAllocatedVUs: 20, maxVUs: 40, tags: { phase: 'main' } } },
 };
 regime.configure(options);
