@@ -83,3 +83,13 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 	require.Equal(t, Duration(2*time.Second), back.WindowMinDuration)
 	require.Error(t, json.Unmarshal([]byte(`{"window_min_duration":"soon"}`), &back))
 }
+
+func TestPresetsAreValid(t *testing.T) {
+	t.Parallel()
+	for name, mk := range Presets {
+		require.Empty(t, mk().Validate(), name)
+	}
+	s, d := ServiceConfig(), DefaultConfig()
+	require.Greater(t, s.MedianTolerance, d.MedianTolerance, "service latency gets a wider level band")
+	require.False(t, s.RelapseOnMean)
+}

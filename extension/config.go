@@ -62,7 +62,7 @@ func defaultScenarioConfig() scenarioConfig {
 		Scope:       scopeScenario,
 		Input:       inputIteration,
 		EndpointTag: "endpoint",
-		Detector:    detector.DefaultConfig(),
+		Detector:    detector.ServiceConfig(),
 	}
 }
 

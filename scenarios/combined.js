@@ -108,17 +108,8 @@ export const options = {
 // the smoke profile's 14 s init ramp is too short to require steady state
 options.thresholds = combinedThresholds(scenarios, { initGate: PROFILE !== 'smoke' });
 
-// Service latency wanders more than a microbenchmark's: on a shared machine
-// its window medians move +-10% in slow waves (GC, CPU frequency, the other
-// scenarios). The kit calls a level within 10% (median) steady and loses
-// steady state only on a persistent median shift; a latency that keeps
-// drifting is still never steady. The detector's own defaults (3% median,
-// 5% mean) are calibrated on JMH microbenchmarks.
-export const SERVICE_DETECTOR = { median_tolerance: 0.10, mean_tolerance: 0.15, relapse_on_mean: false };
-
 regime.configure(options, {
   track: Object.values(pool).map((m) => m.name),
-  detector: SERVICE_DETECTOR,
 });
 
 const grpcClient = new grpc.Client();

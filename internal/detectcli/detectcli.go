@@ -30,6 +30,7 @@ type options struct {
 	group    string
 	timeCol  string
 	timeUnit string
+	preset   string
 	cfg      detector.Config
 }
 
@@ -49,6 +50,9 @@ object per series; observation indexes are 0-based within the series.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.applyPreset(cmd.Flags()); err != nil {
+				return err
+			}
 			if errs := o.cfg.Validate(); len(errs) > 0 {
 				return errext.WithExitCodeIfNone(
 					fmt.Errorf("invalid options: %w", errors.Join(errs...)), exitcodes.ExitCode(1))
@@ -82,6 +86,8 @@ object per series; observation indexes are 0-based within the series.`,
 	fs.StringVar(&o.group, "group", "", "column whose values split a file into series (e.g. fork)")
 	fs.StringVar(&o.timeCol, "time", "", "timestamp column (default: observation index as time)")
 	fs.StringVar(&o.timeUnit, "time-unit", "s", "unit of the --time column: ns, us, ms or s")
+	fs.StringVar(&o.preset, "preset", "benchmark",
+		"defaults to start from: benchmark (microbenchmark series, e.g. JMH) or service (load-test latency, the k6 extension's default)")
 	addConfigFlags(fs, &o.cfg)
 	return cmd
 }
@@ -98,6 +104,25 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// applyPreset replaces every detector option the user did not set with the
+// preset's value.
+func (o *options) applyPreset(fs *pflag.FlagSet) error {
+	mk, ok := detector.Presets[o.preset]
+	if !ok {
+		return fmt.Errorf("--preset must be one of benchmark, service; got %q", o.preset)
+	}
+	preset := mk()
+	cur, base := reflect.ValueOf(&o.cfg).Elem(), reflect.ValueOf(&preset).Elem()
+	for i := range cur.NumField() {
+		tag := strings.Split(cur.Type().Field(i).Tag.Get("json"), ",")[0]
+		if tag == "" || tag == "-" || fs.Changed(strings.ReplaceAll(tag, "_", "-")) {
+			continue
+		}
+		cur.Field(i).Set(base.Field(i))
+	}
+	return nil
 }
 
 // addConfigFlags registers one flag per Config option: the json name in
