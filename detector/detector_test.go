@@ -8,9 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// gen builds a synthetic series of n values from level(i) times noise.
-type gen func(r *rand.Rand, n int) []float64
-
 func lognormal(r *rand.Rand, sigma float64) float64 {
 	return math.Exp(sigma*r.NormFloat64() - sigma*sigma/2)
 }

@@ -1,12 +1,14 @@
 package extension
 
 import (
+	"encoding/json"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/metrics"
 )
 
@@ -214,46 +216,33 @@ func (b *breakdown) requests() []any {
 // last one happened (ms from the first request of the run).
 func (b *breakdown) connectionColdStart() map[string]any {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	type agg struct {
-		n, requests, errors, s5xx, noResp int64
-		connect, tls                      float64
-		last                              time.Time
-		byRegime                          map[string]int64
-		errByRegime                       map[string]int64
-	}
-	phases := map[string]*agg{}
+	phases := map[string]*results.ConnPhase{}
 	for k, c := range b.cells {
-		a := phases[k.phase]
-		if a == nil {
-			a = &agg{byRegime: map[string]int64{}, errByRegime: map[string]int64{}}
-			phases[k.phase] = a
+		p := phases[k.phase]
+		if p == nil {
+			p = &results.ConnPhase{}
+			phases[k.phase] = p
 		}
-		a.n += c.newConns
-		a.requests += c.count
-		a.errors += c.errors
-		a.s5xx += c.status5xx
-		a.noResp += c.noResponse
-		a.connect += c.connectMs
-		a.tls += c.tlsMs
-		a.byRegime[k.regime] += c.newConns
-		a.errByRegime[k.regime] += c.errors
-		if c.lastNewConn.After(a.last) {
-			a.last = c.lastNewConn
+		cell := &results.ConnPhase{
+			Requests: c.count, NewConnections: c.newConns, ConnectMs: c.connectMs, TLSMs: c.tlsMs,
+			Errors: c.errors, Status5xx: c.status5xx, NoResponse: c.noResponse,
+			NewConnectionsByRegime: map[string]int64{k.regime: c.newConns},
+			ErrorsByRegime:         map[string]int64{k.regime: c.errors},
 		}
+		if !c.lastNewConn.IsZero() {
+			last := ms(c.lastNewConn.Sub(b.start))
+			cell.LastNewConnectionMs = &last
+		}
+		p.Add(cell)
 	}
+	b.mu.Unlock()
+	// JS reads the summary with the JSON field names (the model's tags)
 	out := map[string]any{}
-	for phase, a := range phases {
-		row := map[string]any{
-			"requests": a.requests, "new_connections": a.n, "connect_ms": a.connect, "tls_ms": a.tls,
-			"new_connections_by_regime": a.byRegime,
-			"errors":                    a.errors, "status_5xx": a.s5xx, "no_response": a.noResp, "errors_by_regime": a.errByRegime,
-			"last_new_connection_ms": nil,
+	for phase, p := range phases {
+		var row map[string]any
+		if raw, err := json.Marshal(p); err == nil && json.Unmarshal(raw, &row) == nil {
+			out[phase] = row
 		}
-		if !a.last.IsZero() {
-			row["last_new_connection_ms"] = ms(a.last.Sub(b.start))
-		}
-		out[phase] = row
 	}
 	return out
 }

@@ -59,7 +59,6 @@ type runState struct {
 
 	ingested      atomic.Int64 // iteration samples seen by the detection sink
 	noScenarioTag atomic.Int64 // samples without the scenario tag
-	endSummary    atomic.Pointer[map[string]any]
 }
 
 // observer receives the detectors' events as they happen (an output, a

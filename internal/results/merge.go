@@ -77,23 +77,10 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 		for phase, c := range in.ConnectionColdStart {
 			dst := s.ConnectionColdStart[phase]
 			if dst == nil {
-				dst = &ConnPhase{NewConnectionsByRegime: map[string]int64{}, ErrorsByRegime: map[string]int64{}}
+				dst = &ConnPhase{}
 				s.ConnectionColdStart[phase] = dst
 			}
-			dst.Requests += c.Requests
-			dst.NewConnections += c.NewConnections
-			dst.ConnectMs += c.ConnectMs
-			dst.TLSMs += c.TLSMs
-			dst.Errors += c.Errors
-			dst.Status5xx += c.Status5xx
-			dst.NoResponse += c.NoResponse
-			for k, v := range c.NewConnectionsByRegime {
-				dst.NewConnectionsByRegime[k] += v
-			}
-			for k, v := range c.ErrorsByRegime {
-				dst.ErrorsByRegime[k] += v
-			}
-			dst.LastNewConnectionMs = maxPtr(dst.LastNewConnectionMs, c.LastNewConnectionMs)
+			dst.Add(c)
 		}
 		for metric, byPhase := range in.Tracked {
 			if s.Tracked == nil {

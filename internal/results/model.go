@@ -194,6 +194,31 @@ type ConnPhase struct {
 	LastNewConnectionMs    *float64         `json:"last_new_connection_ms"`
 }
 
+// Add sums o into p (counts, times, per-regime counts; the latest new
+// connection): one phase's cold start from several cells or instances.
+func (p *ConnPhase) Add(o *ConnPhase) {
+	p.Requests += o.Requests
+	p.NewConnections += o.NewConnections
+	p.ConnectMs += o.ConnectMs
+	p.TLSMs += o.TLSMs
+	p.Errors += o.Errors
+	p.Status5xx += o.Status5xx
+	p.NoResponse += o.NoResponse
+	if p.NewConnectionsByRegime == nil {
+		p.NewConnectionsByRegime = map[string]int64{}
+	}
+	if p.ErrorsByRegime == nil {
+		p.ErrorsByRegime = map[string]int64{}
+	}
+	for k, v := range o.NewConnectionsByRegime {
+		p.NewConnectionsByRegime[k] += v
+	}
+	for k, v := range o.ErrorsByRegime {
+		p.ErrorsByRegime[k] += v
+	}
+	p.LastNewConnectionMs = maxPtr(p.LastNewConnectionMs, o.LastNewConnectionMs)
+}
+
 // TrackedCell aggregates one tracked custom metric in one phase.
 type TrackedCell struct {
 	Type  string  `json:"type"`

@@ -24,10 +24,10 @@ import (
 )
 
 type fork struct {
-	id, bench string
-	fork      string
-	ss        int // labelled steady start, -1 = none
-	ref       map[string]*int
+	id   string
+	fork string
+	ss   int // labelled steady start, -1 = none
+	ref  map[string]*int
 }
 
 // est is one method's estimate for a fork (nil = none).
