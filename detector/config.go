@@ -76,6 +76,13 @@ type Config struct {
 	// RelapseOnTail also reports a relapse when the window tail quantile
 	// shifts (a new slow path), not only the median.
 	RelapseOnTail bool `json:"relapse_on_tail"`
+	// BurstZ: a window whose mean lies more than burst_z standard errors
+	// outside the mean tolerance band of the recent level (the window
+	// mean's confidence interval wholly outside the band, the corpus labels'
+	// test for a segment) is a burst: it ends a steady state at once, and no
+	// steady segment may span it. 0 disables (then only shifts that persist
+	// relapse_windows windows end a steady state).
+	BurstZ float64 `json:"burst_z"`
 	// MinSteadyFraction: a steady segment must span at least this fraction
 	// of all observations seen so far before it is declared (0 disables).
 	MinSteadyFraction float64 `json:"min_steady_fraction"`
@@ -134,12 +141,16 @@ const (
 // and only a persistent median shift is a relapse. Wider bands let a slow
 // drift (2% per window) pass as steady, which it must never be: 6% is where
 // measured k6 series of the scenario kit settle and such drifts still do not.
-// It is the default of the k6 extension.
+// One window of outliers (a GC pause, a neighbour's burst) is no relapse for a
+// service (burst_z 0), and windows hold 50 observations. It is the default of
+// the k6 extension.
 func ServiceConfig() Config {
 	c := DefaultConfig()
+	c.WindowMin = 50
 	c.MedianTolerance = 0.06
 	c.MeanTolerance = 0.10
 	c.RelapseOnMean = false
+	c.BurstZ = 0
 	return c
 }
 
@@ -157,6 +168,7 @@ func DefaultConfig() Config {
 		MeanTolerance:     0.05,
 		MinSteadyFraction: 1.0 / 6,
 		RelapseOnMean:     true,
+		BurstZ:            3,
 		DispersionRatio:   2,
 		CusumAllowance:    1,
 		MSER5:             true,
@@ -211,6 +223,7 @@ func (c Config) Validate() []error {
 	floatIn("tail_quantile", c.TailQuantile, 50, 100, true)
 	intIn("tail_min_above", c.TailMinAbove, 1, 1<<20)
 	floatIn("noise_z", c.NoiseZ, 0, 10, false)
+	floatIn("burst_z", c.BurstZ, 0, 100, false)
 	floatIn("dispersion_ratio", c.DispersionRatio, 0, 1000, false)
 	floatIn("cusum_allowance", c.CusumAllowance, 0, 1, false)
 	intIn("stable_windows", c.StableWindows, 2, 1000)

@@ -56,7 +56,12 @@ type winSum struct {
 //   - in steady state forward CUSUMs of the median and mean against the
 //     steady levels report a relapse only once a shift persists about
 //     relapse_windows windows (hysteresis); a level that comes back to the
-//     previous steady level resumes that steady state.
+//     previous steady level resumes that steady state;
+//   - with burst_z > 0, a burst (a window whose mean's confidence interval
+//     lies wholly outside the mean band, the labels' segment test at window
+//     scale) ends a steady state at once and is never resumed across: the
+//     next steady segment starts after it. Segments found in warmup may not
+//     span a burst either.
 type Detector struct {
 	cfg Config
 
@@ -472,6 +477,18 @@ func (d *Detector) segment(lo int) (start int, taus [3]float64, ok bool) {
 		start = max(start, s)
 		taus[st] = tau
 	}
+	// A steady segment may not span a burst window: it starts after the
+	// last one (the corpus labels walk back to the first segment whose mean
+	// is outside the band, however short).
+	if d.cfg.BurstZ > 0 && d.cfg.MeanTolerance > 0 {
+		ref, se := d.recentRef(lo, statMean), d.typicalSE(lo)
+		for j := last; j >= start; j-- {
+			if d.burst(&d.ring[j], ref, se) {
+				start = j + 1
+				break
+			}
+		}
+	}
 	// A burst of outliers inside the segment (overdispersed window means)
 	// splits it, as a changepoint in mean and variance would (Barrett et al.
 	// 2017 segment with PELT on mean and variance): the segment restarts
@@ -487,6 +504,31 @@ func (d *Detector) segment(lo int) (start int, taus [3]float64, ok bool) {
 		return last + 1, taus, true
 	}
 	return start, taus, true
+}
+
+// burst reports whether the confidence interval of window w's mean (burst_z
+// standard errors, the larger of the window's own and the typical one, se,
+// both relative to level) lies wholly outside the mean tolerance band around
+// level: the labels' bootstrap test of a segment against the last one
+// (Traini et al. 2023), at window scale. One huge outlier widens its own
+// window's interval, so it is no burst; a run of consistently slow (or
+// fast) observations is.
+func (d *Detector) burst(w *winSum, level, se float64) bool {
+	if level <= 0 {
+		return false
+	}
+	r := math.Abs(w.mean/level - 1)
+	return r-d.cfg.BurstZ*max(w.se*w.mean/level, se) > d.cfg.MeanTolerance
+}
+
+// typicalSE is the median relative standard error of the window means over
+// the last stable_windows windows >= lo.
+func (d *Detector) typicalSE(lo int) float64 {
+	s := d.scratch[:0]
+	for j := len(d.ring) - 1; j >= lo && len(s) < d.cfg.StableWindows; j-- {
+		s = append(s, d.ring[j].se)
+	}
+	return median(s)
 }
 
 // mostDeviant returns the ring index in [s, last] whose window mean lies
@@ -675,7 +717,7 @@ func (d *Detector) evalWarmup() bool {
 			seg = append(seg, d.ring[j].get(st))
 		}
 		l := median(seg)
-		mon[st] = monitor{on: true, level: l, tau: d.tolerance(bases[st], s, st, l), allow: d.cfg.CusumAllowance}
+		mon[st] = monitor{on: true, level: l, tau: d.tolerance(bases[st], s, st, l), allow: d.cfg.CusumAllowance, se: d.typicalSE(s)}
 	}
 	// Declare steady state.
 	start := d.truncate(s, d.floor)
@@ -738,6 +780,7 @@ func (d *Detector) evalWarmup() bool {
 type monitor struct {
 	on             bool
 	level, tau     float64
+	se             float64 // typical relative standard error (mean monitor)
 	allow          float64 // allowance, in units of tau
 	sp, sn         float64
 	pStart, nStart Point
@@ -786,9 +829,43 @@ func (d *Detector) evalSteady(w winSum) bool {
 			alarm, b = true, bb
 		}
 	}
+	if d.isBurst(w) {
+		// A burst ends the steady state at once; the next steady segment
+		// starts after it, and a return to this level does not resume it.
+		d.relapse(w, w.first, Point{Index: w.last.Index + 1, Time: w.last.Time}, false)
+		return false
+	}
 	if !alarm {
 		return stable
 	}
+	d.relapse(w, b, b, true)
+	return false
+}
+
+// isBurst tests a steady window against the recent level: the median of
+// the means of the stable_windows windows before it, within the steady
+// segment (a level that wanders inside its band is followed).
+func (d *Detector) isBurst(w winSum) bool {
+	m := &d.mon[statMean]
+	if d.cfg.BurstZ <= 0 || !m.on {
+		return false
+	}
+	lo := d.firstAfter(d.steadyStart.Index)
+	s := d.scratch[:0]
+	for j := len(d.ring) - 2; j >= lo && len(s) < d.cfg.StableWindows; j-- {
+		s = append(s, d.ring[j].mean)
+	}
+	level := m.level
+	if len(s) > 0 {
+		level = median(s)
+	}
+	return d.burst(&w, level, m.se)
+}
+
+// relapse ends the steady state at window w: the shift began at b, the next
+// steady segment may start at floor; resumable says whether a return to the
+// previous steady level resumes this steady state.
+func (d *Detector) relapse(w winSum, b, floor Point, resumable bool) {
 	lo := d.firstAfter(b.Index)
 	after := d.scratch[:0]
 	for j := lo; j < len(d.ring); j++ {
@@ -799,16 +876,15 @@ func (d *Detector) evalSteady(w winSum) bool {
 		d.relapses = append(d.relapses, rl)
 	}
 	d.nRelapses++
-	d.hasPrev = true
+	d.hasPrev = resumable
 	d.prev = d.mon
 	d.prevStart = d.steadyStart
 	d.prevClass = d.class
 	d.hasSteady = false
-	d.floor = b
+	d.floor = floor
 	d.regime = Warmup
 	d.class = NoSteadyState
 	d.emit(Transition{From: Steady, To: Warmup, At: w.last, Boundary: b, Kind: KindRelapse})
-	return false
 }
 
 func ptr(p Point) *Point { return &p }

@@ -222,28 +222,79 @@ func TestDetectorBadValuesCounted(t *testing.T) {
 
 func TestDetectorRelapse(t *testing.T) {
 	t.Parallel()
-	// Steady at 1.0, then a lasting shift to 1.5 at 4000: one relapse, new
-	// steady state after it; a single wild window at 2000 is no relapse.
+	// Steady at 1.0; a burst of 50 consistently slow observations (3x) at
+	// 2000; one huge outlier (100x) at 3000; a lasting shift to 1.5 at 4000.
 	xs := series(8000, 11, func(r *rand.Rand, i int) float64 {
 		l := 1.0
 		if i >= 2000 && i < 2050 {
 			l = 3
+		}
+		if i == 3000 {
+			l = 100
 		}
 		if i >= 4000 {
 			l = 1.5
 		}
 		return l * lognormal(r, 0.03)
 	})
-	res := run(t, DefaultConfig(), xs)
-	s := res.snap
-	require.Len(t, s.Relapses, 1)
-	rl := s.Relapses[0]
-	require.InDelta(t, 4000, rl.Boundary.Index, 100)
-	require.InEpsilon(t, 1.0, rl.From, 0.05)
-	require.InEpsilon(t, 1.5, rl.To, 0.05)
-	require.NotNil(t, s.SteadyStart)
-	require.InDelta(t, 4000, s.SteadyStart.Index, 150)
-	require.Equal(t, Slowdown, s.Class)
+	checkShift := func(t *testing.T, s Snapshot, rl Relapse) {
+		require.InDelta(t, 4000, rl.Boundary.Index, 100)
+		require.InEpsilon(t, 1.0, rl.From, 0.05)
+		require.InEpsilon(t, 1.5, rl.To, 0.05)
+		require.NotNil(t, s.SteadyStart)
+		require.InDelta(t, 4000, s.SteadyStart.Index, 150)
+		require.Equal(t, Slowdown, s.Class)
+	}
+	t.Run("benchmark: the burst ends the steady state, the outlier does not", func(t *testing.T) {
+		s := run(t, DefaultConfig(), xs).snap
+		require.Len(t, s.Relapses, 2)
+		b := s.Relapses[0]
+		require.InDelta(t, 2000, b.Boundary.Index, 50, "burst boundary")
+		require.Less(t, b.At.Index, int64(2100), "a burst is a relapse at once")
+		checkShift(t, s, s.Relapses[1])
+	})
+	t.Run("service: one wild window is no relapse", func(t *testing.T) {
+		s := run(t, ServiceConfig(), xs).snap
+		require.Len(t, s.Relapses, 1)
+		checkShift(t, s, s.Relapses[0])
+	})
+}
+
+// TestDetectorBurstNoFalseAlarms: the burst test must not fire on
+// stationary heavy-tailed noise more than the detector does without it
+// (multiple testing over ~120 windows per series; one huge outlier widens
+// its own window's interval).
+func TestDetectorBurstNoFalseAlarms(t *testing.T) {
+	t.Parallel()
+	dists := map[string]func(r *rand.Rand) float64{
+		"lognormal 0.6": func(r *rand.Rand) float64 { return lognormal(r, 0.6) },
+		"lognormal 1.0": func(r *rand.Rand) float64 { return lognormal(r, 1.0) },
+		"pareto 2.5":    func(r *rand.Rand) float64 { return 3 / math.Pow(1-r.Float64(), 1/2.5) },
+	}
+	const seeds = 40
+	for name, f := range dists {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			relapsed := [2]int{}
+			for seed := range seeds {
+				xs := series(6000, uint64(seed)+100, func(r *rand.Rand, _ int) float64 { return f(r) })
+				for k, z := range []float64{0, DefaultConfig().BurstZ} {
+					cfg := DefaultConfig()
+					cfg.BurstZ = z
+					d, err := New(cfg)
+					require.NoError(t, err)
+					for i, v := range xs {
+						d.Observe(int64(i), v)
+					}
+					if len(d.Snapshot().Relapses) > 0 {
+						relapsed[k]++
+					}
+				}
+			}
+			t.Logf("series with a relapse: %d/%d without the burst test, %d/%d with it", relapsed[0], seeds, relapsed[1], seeds)
+			require.LessOrEqual(t, relapsed[1], relapsed[0]+2)
+		})
+	}
 }
 
 func TestDetectorWindowByDuration(t *testing.T) {
