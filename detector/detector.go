@@ -740,6 +740,9 @@ func (d *Detector) evalWarmup() bool {
 	case resume:
 		start = d.prevStart
 		d.class = d.prevClass
+	case d.nRelapses > 0 && math.Abs(level/d.prev[statMedian].level-1) <= d.prev[statMedian].tau:
+		// back at the level of the steady state a burst ended: same shape
+		d.class = d.prevClass
 	case d.nRelapses > 0:
 		prev := d.relapses[min(d.nRelapses, maxStoredRelapses)-1].From
 		if level < prev {

@@ -251,6 +251,7 @@ func TestDetectorRelapse(t *testing.T) {
 		b := s.Relapses[0]
 		require.InDelta(t, 2000, b.Boundary.Index, 50, "burst boundary")
 		require.Less(t, b.At.Index, int64(2100), "a burst is a relapse at once")
+		require.InEpsilon(t, 1.0, b.From, 0.05)
 		checkShift(t, s, s.Relapses[1])
 	})
 	t.Run("service: one wild window is no relapse", func(t *testing.T) {
@@ -415,4 +416,24 @@ func TestDetectorHindsight(t *testing.T) {
 	require.Equal(t, res.snap.N, res.hind.N)
 	require.Equal(t, res.snap.Counts, res.hind.Counts)
 	require.Equal(t, res.snap.Relapses, res.hind.Relapses)
+}
+
+// TestDetectorBurstKeepsClass: after a burst the series settles back at the
+// same level: a new steady segment after the burst, same class as before.
+func TestDetectorBurstKeepsClass(t *testing.T) {
+	t.Parallel()
+	xs := series(4000, 12, func(r *rand.Rand, i int) float64 {
+		l := 1.0
+		if i >= 1500 && i < 1550 {
+			l = 2
+		}
+		return l * lognormal(r, 0.03)
+	})
+	res := run(t, DefaultConfig(), xs)
+	s := res.snap
+	require.Len(t, s.Relapses, 1)
+	require.NotNil(t, s.SteadyStart)
+	require.GreaterOrEqual(t, s.SteadyStart.Index, int64(1550), "the steady segment starts after the burst")
+	require.Less(t, s.SteadyStart.Index, int64(1700))
+	require.Equal(t, Flat.String(), s.Class.String())
 }
