@@ -423,11 +423,7 @@ func (d *Detector) tolerance(base float64, lo int, st stat, ref float64) float64
 		// not with the between-window scatter: windows whose means scatter
 		// more than their own variance explains (clustered outliers, drift)
 		// are not steady.
-		s := d.scratch[:0]
-		for j := len(d.ring) - 1; j >= lo && len(s) < d.cfg.StableWindows; j-- {
-			s = append(s, d.ring[j].se)
-		}
-		return base + d.cfg.NoiseZ*median(s)
+		return base + d.cfg.NoiseZ*d.typicalSE(lo)
 	}
 	return max(base, d.cfg.NoiseZ*d.noise(lo, st, ref))
 }
