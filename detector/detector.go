@@ -11,6 +11,8 @@ const (
 	maxStoredRelapses = 64 // Snapshot.Relapses keeps the first 64
 	maxSplits         = 4  // burst splits per segment search
 	searchEvery       = 32 // see evalWarmup
+	subBlock          = 5  // observations per sub-block (see refineStart)
+	maxSubs           = 10 // sub-blocks kept per window: its first 50 observations
 )
 
 // winSum is the bounded per-window summary kept in the ring.
@@ -19,6 +21,17 @@ type winSum struct {
 	n               int64
 	med, tail, mean float64
 	se              float64 // relative standard error of mean
+}
+
+// subBlocks holds the medians of a window's first sub-blocks of subBlock
+// observations and where each began (none once merged): where in its first
+// window a steady segment really starts (refineStart). Kept apart from
+// winSum, in a ring parallel to it, so that the scans over window
+// statistics stay compact in cache.
+type subBlocks struct {
+	n   uint8
+	med [maxSubs]float32
+	at  [maxSubs]Point
 }
 
 // Detector tags a stream of observations as cold, warmup or steady.
@@ -48,7 +61,9 @@ type winSum struct {
 //     stable_windows windows by every gate (the design's dual gate of median
 //     and tail, plus the mean) and covers min_steady_fraction of the run;
 //     steady_start is its first observation, refined by MSER-5 (White 1997)
-//     among the first observations;
+//     among the first observations, and elsewhere to the sub-block of 5
+//     observations from the medians of its first window's sub-blocks
+//     (refineStart);
 //   - tolerances widen with the noise: for median and tail with the
 //     window-to-window scatter measured robustly (MAD of successive
 //     differences, trend-free); for the mean with its within-window standard
@@ -79,8 +94,14 @@ type Detector struct {
 	wN            int64
 	wSumSq        float64
 	seq           int
+	// current sub-block of the window
+	sb   [subBlock]float64
+	sbN  int
+	sbAt Point
+	wSub subBlocks
 
 	ring    []winSum
+	subs    []subBlocks // parallel to ring
 	scratch []float64
 	diffs   []float64
 
@@ -124,7 +145,8 @@ func New(cfg Config) (*Detector, error) {
 		hist:    h,
 		hiX:     hiX,
 		ring:    make([]winSum, 0, cfg.MaxWindows),
-		scratch: make([]float64, cfg.MaxWindows),
+		subs:    make([]subBlocks, 0, cfg.MaxWindows),
+		scratch: make([]float64, max(cfg.MaxWindows, maxSubs*refineWindows)),
 		diffs:   make([]float64, 0, 2*cfg.StableWindows+2),
 	}, nil
 }
@@ -171,6 +193,7 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	}
 	d.wLast = p
 	d.wN++
+	d.subAdd(p, v)
 	if idx < coldBufSize {
 		// the first observations are kept for the cold tail and MSER-5
 		d.coldV[idx] = v
@@ -230,21 +253,57 @@ func (d *Detector) endCold(at Point) {
 		d.hist.Reset()
 		d.wSumSq = 0
 		d.wN = 0
+		d.sbN, d.wSub.n = 0, 0
 		for i := ce; i <= at.Index; i++ {
 			if v := d.coldV[i]; v > 0 {
 				x := v * d.scale
 				d.hist.Record(x)
 				d.wSumSq += x * x
+				q := Point{Index: i, Time: d.coldT[i]}
 				if d.wN == 0 {
-					d.wFirst = Point{Index: i, Time: d.coldT[i]}
+					d.wFirst = q
 				}
 				d.wN++
+				d.subAdd(q, v)
 			}
 		}
 	}
 	d.floor = d.coldEnd
 	d.regime = Warmup
 	d.emit(Transition{From: Cold, To: Warmup, At: at, Boundary: d.coldEnd, Kind: KindColdEnd})
+}
+
+// subAdd adds a recorded observation to the window's current sub-block (the
+// fast path, inlined); closeSub keeps the median of each of the window's
+// first maxSubs sub-blocks.
+func (d *Detector) subAdd(p Point, v float64) {
+	if d.wSub.n < maxSubs {
+		if d.sbN == 0 {
+			d.sbAt = p
+		}
+		d.sb[d.sbN] = v
+		d.sbN++
+		if d.sbN == subBlock {
+			d.closeSub()
+		}
+	}
+}
+
+func (d *Detector) closeSub() {
+	d.wSub.med[d.wSub.n] = float32(median5(&d.sb))
+	d.wSub.at[d.wSub.n] = d.sbAt
+	d.wSub.n++
+	d.sbN = 0
+}
+
+// median5 is the median of five values by a min/max network (no branches
+// to mispredict on noisy data): the median of e and the two middle values
+// of the pairs (a,b), (c,d).
+func median5(x *[subBlock]float64) float64 {
+	a, b, c, d, e := x[0], x[1], x[2], x[3], x[4]
+	f := max(min(a, b), min(c, d))
+	g := min(max(a, b), max(c, d))
+	return max(min(e, f), min(max(e, f), g))
 }
 
 func (d *Detector) emit(tr Transition) {
@@ -293,6 +352,7 @@ func (d *Detector) closeWindow() {
 		drift = med/d.ring[k-1].med - 1
 	}
 	d.push(w)
+	d.sbN, d.wSub.n = 0, 0
 	d.seq++
 
 	stable := false
@@ -328,12 +388,16 @@ func (d *Detector) push(w winSum) {
 				se:   math.Hypot(a.se*float64(a.n)/tot, b.se*float64(b.n)/tot),
 				tail: max(a.tail, b.tail),
 			}
+			d.subs[k].n = 0 // a merged window has no sub-blocks
 			k++
 		}
+		copy(d.subs[k:], d.subs[k*2:])
 		k += copy(d.ring[k:], d.ring[k*2:])
 		d.ring = d.ring[:k]
+		d.subs = d.subs[:k]
 	}
 	d.ring = append(d.ring, w)
+	d.subs = append(d.subs, d.wSub)
 }
 
 // firstAfter returns the first ring index whose window has an observation at
@@ -564,6 +628,56 @@ func (d *Detector) truncate(s int, floor Point) Point {
 	return start
 }
 
+// refineWindows is how many windows after a segment's first one give the
+// noise of sub-block medians in refineStart.
+const refineWindows = 8
+
+// refineStart returns where a steady segment whose first window is ring[s]
+// really starts, to the sub-block (subBlock observations): past the leading
+// sub-blocks of that window whose medians still lie beyond the segment's
+// level on the side of the transient before it (slower after a warm-up,
+// faster before a slowdown) by more than the median tolerance tau, or by
+// noise_z robust standard deviations of the sub-block medians of the next
+// windows when that is larger. A window's median looks steady once most of
+// it is, so without this the start could be dated inside the transient. It
+// never moves the start earlier: a start that is late by part of a window
+// only delays the boundary, one that is early counts transient samples as
+// steady.
+func (d *Detector) refineStart(s int, level, tau float64, slower bool) Point {
+	w := &d.subs[s]
+	if w.n == 0 || level <= 0 {
+		return d.ring[s].first
+	}
+	last := len(d.ring) - 1
+	devs := d.scratch[:0]
+	for j := s + 1; j <= min(last, s+refineWindows); j++ {
+		for k := range int(d.subs[j].n) {
+			devs = append(devs, float64(d.subs[j].med[k])/level-1)
+		}
+	}
+	th := tau
+	if len(devs) >= 2*maxSubs {
+		m := median(devs)
+		for i := range devs {
+			devs[i] = math.Abs(devs[i] - m)
+		}
+		th = max(th, d.cfg.NoiseZ*1.4826*median(devs))
+	}
+	for k := range int(w.n) {
+		r := float64(w.med[k])/level - 1
+		if !slower {
+			r = -r
+		}
+		if r <= th {
+			return w.at[k]
+		}
+	}
+	if s < last && int(w.n) == maxSubs {
+		return d.ring[s+1].first
+	}
+	return d.ring[s].first
+}
+
 // mser5 returns the MSER-5 truncation point (White 1997) over the first
 // observations [from, to) kept in the buffer (batch means of 5), restricted
 // to the first half.
@@ -717,6 +831,17 @@ func (d *Detector) evalWarmup() bool {
 	}
 	// Declare steady state.
 	start := d.truncate(s, d.floor)
+	preLevel := 0.0
+	if s > lo {
+		pre := d.scratch[:0]
+		for j := lo; j < s; j++ {
+			pre = append(pre, d.ring[j].med)
+		}
+		preLevel = median(pre)
+		if start == d.ring[s].first {
+			start = d.refineStart(s, level, tau, preLevel > level)
+		}
+	}
 	// A relapse that came back to the previous steady levels (every
 	// monitored statistic) was a transient excursion: resume the previous
 	// steady state (its start and levels), as the corpus labels do when no
@@ -749,11 +874,7 @@ func (d *Detector) evalWarmup() bool {
 	case s <= lo:
 		d.class = Flat
 	default:
-		pre := d.scratch[:0]
-		for j := lo; j < s; j++ {
-			pre = append(pre, d.ring[j].med)
-		}
-		if median(pre) > level {
+		if preLevel > level {
 			d.class = ClassWarmup
 		} else {
 			d.class = Slowdown

@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -436,4 +437,45 @@ func TestDetectorBurstKeepsClass(t *testing.T) {
 	require.GreaterOrEqual(t, s.SteadyStart.Index, int64(1550), "the steady segment starts after the burst")
 	require.Less(t, s.SteadyStart.Index, int64(1700))
 	require.Equal(t, Flat.String(), s.Class.String())
+}
+
+// TestDetectorStartInsideWindow: a warm-up (or slowdown) step that ends a
+// few observations into a window. When the window's median already looks
+// steady the segment includes that window; steady_start is nevertheless at
+// most half a sub-block before the step (at most subBlock/2 transient
+// observations counted as steady; without refineStart it is the window's
+// first observation), and at most a window after it, for both presets.
+func TestDetectorStartInsideWindow(t *testing.T) {
+	t.Parallel()
+	exact, total := 0, 0
+	for _, preset := range []string{"benchmark", "service"} {
+		cfg := Presets[preset]()
+		for _, b := range []int{302, 303, 304, 306, 308} {
+			for _, tc := range []struct {
+				class      Class
+				pre, after float64
+			}{{ClassWarmup, 2, 1}, {Slowdown, 1, 1.5}} {
+				xs := series(3000, uint64(b), func(r *rand.Rand, i int) float64 {
+					l := tc.after
+					if i < b {
+						l = tc.pre
+					}
+					return l * lognormal(r, 0.03)
+				})
+				s := run(t, cfg, xs).snap
+				name := fmt.Sprintf("%s %s at %d", preset, tc.class, b)
+				require.NotNil(t, s.SteadyStart, name)
+				require.Equal(t, tc.class.String(), s.Class.String(), name)
+				require.GreaterOrEqual(t, s.SteadyStart.Index, int64(b-subBlock/2), name)
+				require.Less(t, s.SteadyStart.Index, int64(b+cfg.WindowMin+subBlock), name)
+				total++
+				if s.SteadyStart.Index < int64(b+subBlock) {
+					exact++
+				}
+			}
+		}
+	}
+	// The window with a few transient observations is mostly kept in the
+	// segment (the mean gate drops it when they move its mean too much).
+	require.GreaterOrEqual(t, 2*exact, total, "within a sub-block of the step: %d of %d", exact, total)
 }

@@ -3,6 +3,7 @@ package detector
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -124,5 +125,28 @@ func BenchmarkHistogramRecord(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		v = float64(i%1000+1) * 1e-3
 		h.Record(v)
+	}
+}
+
+func TestMedian5(t *testing.T) {
+	t.Parallel()
+	// every order of five distinct values, and ties
+	vals := [][subBlock]float64{{1, 2, 3, 4, 5}, {2, 2, 1, 3, 3}, {7, 7, 7, 1, 9}}
+	for _, v := range vals {
+		want := slices.Clone(v[:])
+		slices.Sort(want)
+		var perm func(k int)
+		perm = func(k int) {
+			if k == len(v) {
+				require.Equal(t, want[2], median5(&v), "%v", v)
+				return
+			}
+			for i := k; i < len(v); i++ {
+				v[k], v[i] = v[i], v[k]
+				perm(k + 1)
+				v[k], v[i] = v[i], v[k]
+			}
+		}
+		perm(0)
 	}
 }
