@@ -273,9 +273,9 @@ func (d *Detector) endCold(at Point) {
 	d.emit(Transition{From: Cold, To: Warmup, At: at, Boundary: d.coldEnd, Kind: KindColdEnd})
 }
 
-// subAdd adds a recorded observation to the window's current sub-block (the
-// fast path, inlined); closeSub keeps the median of each of the window's
-// first maxSubs sub-blocks.
+// subAdd adds a recorded observation to the window's current sub-block;
+// closeSub keeps the median of each of the window's first maxSubs
+// sub-blocks.
 func (d *Detector) subAdd(p Point, v float64) {
 	if d.wSub.n < maxSubs {
 		if d.sbN == 0 {
