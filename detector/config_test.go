@@ -33,6 +33,8 @@ func TestConfigValidateNamesEachOption(t *testing.T) {
 		{"tail_quantile", func(c *Config) { c.TailQuantile = 100.5 }},
 		{"tail_min_above", func(c *Config) { c.TailMinAbove = 0 }},
 		{"noise_z", func(c *Config) { c.NoiseZ = -1 }},
+		{"shift_z", func(c *Config) { c.ShiftZ = -1 }},
+		{"shift_min", func(c *Config) { c.ShiftMin = 4 }},
 		{"stable_windows", func(c *Config) { c.StableWindows = 1 }},
 		{"relapse_windows", func(c *Config) { c.RelapseWindows = 0 }},
 		{"cold_factor", func(c *Config) { c.ColdFactor = 1 }},

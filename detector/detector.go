@@ -8,12 +8,24 @@ import (
 )
 
 const (
-	maxStoredRelapses = 64 // Snapshot.Relapses keeps the first 64
-	maxSplits         = 4  // burst splits per segment search
-	searchEvery       = 32 // see evalWarmup
-	subBlock          = 5  // observations per sub-block (see refineStart)
-	maxSubs           = 10 // sub-blocks kept per window: its first 50 observations
+	maxStoredRelapses = 64   // Snapshot.Relapses keeps the first 64
+	maxSplits         = 4    // burst splits per segment search
+	searchEvery       = 32   // see evalWarmup
+	subBlock          = 5    // observations per sub-block (see refineStart)
+	maxSubs           = 10   // sub-blocks kept per window: its first 50 observations
+	maxBlocks         = 1024 // block boundaries kept for the shift scan
+	shiftRecent       = 4
+	shiftPoints       = 256 // see evalSteady    // steady state: shifts sought in the last 4*shift_min observations
 )
+
+// block is where a block of subBlock observations began, with the running
+// sums of all recorded observations before it: the sums over any range of
+// blocks are differences, so the shift scan costs O(1) per candidate point.
+// Dropping a boundary merges its block into the previous one.
+type block struct {
+	first    Point
+	n, s, s2 float64
+}
 
 // winSum is the bounded per-window summary kept in the ring.
 type winSum struct {
@@ -77,6 +89,9 @@ type subBlocks struct {
 //     scale) ends a steady state at once and is never resumed across: the
 //     next steady segment starts after it. Segments found in warmup may not
 //     span a burst either.
+//   - with shift_z > 0 (opt-in), a shift in mean at observation-block
+//     resolution (shift) bounds segments and ends a steady state; a relapse
+//     whose excursion proves short resumes (resumeAfterShift).
 type Detector struct {
 	cfg Config
 
@@ -100,10 +115,19 @@ type Detector struct {
 	sbAt Point
 	wSub subBlocks
 
-	ring    []winSum
-	subs    []subBlocks // parallel to ring
-	scratch []float64
-	diffs   []float64
+	ring []winSum
+	subs []subBlocks // parallel to ring
+	// shift scan: block boundaries and running sums since the cold end
+	blk         []block
+	bCount      int
+	cN, cS, cS2 float64
+	cut         Point // where segment() found the last shift, if hasCut
+	hasCut      bool
+	scanFrom    int64 // steady state: shifts are sought from here on
+	pend        bool  // a shift was found at the last window close, at pendAt
+	pendAt      Point
+	scratch     []float64
+	diffs       []float64
 
 	// cold tail
 	coldV   [coldBufSize]float64
@@ -121,7 +145,11 @@ type Detector struct {
 	declaredAt  Point
 	mon         [3]monitor // by stat
 	// the steady state lost by the last relapse, resumed if the level returns
-	hasPrev   bool
+	hasPrev bool
+	// the last relapse was a shift in mean (window seq when it happened)
+	shifted   bool
+	shiftSeq  int
+	relB      Point // where the shift of the last relapse began
 	prev      [3]monitor
 	prevStart Point
 	prevClass Class
@@ -146,6 +174,7 @@ func New(cfg Config) (*Detector, error) {
 		hiX:     hiX,
 		ring:    make([]winSum, 0, cfg.MaxWindows),
 		subs:    make([]subBlocks, 0, cfg.MaxWindows),
+		blk:     make([]block, 0, maxBlocks),
 		scratch: make([]float64, max(cfg.MaxWindows, maxSubs*refineWindows)),
 		diffs:   make([]float64, 0, 2*cfg.StableWindows+2),
 	}, nil
@@ -188,6 +217,7 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	d.hist.Record(x)
 	d.wSumSq += x * x
 	p := Point{Index: idx, Time: t}
+	d.blkAdd(p, x)
 	if d.wN == 0 {
 		d.wFirst = p
 	}
@@ -254,12 +284,14 @@ func (d *Detector) endCold(at Point) {
 		d.wSumSq = 0
 		d.wN = 0
 		d.sbN, d.wSub.n = 0, 0
+		d.blk, d.bCount, d.cN, d.cS, d.cS2 = d.blk[:0], 0, 0, 0, 0
 		for i := ce; i <= at.Index; i++ {
 			if v := d.coldV[i]; v > 0 {
 				x := v * d.scale
 				d.hist.Record(x)
 				d.wSumSq += x * x
 				q := Point{Index: i, Time: d.coldT[i]}
+				d.blkAdd(q, x)
 				if d.wN == 0 {
 					d.wFirst = q
 				}
@@ -271,6 +303,106 @@ func (d *Detector) endCold(at Point) {
 	d.floor = d.coldEnd
 	d.regime = Warmup
 	d.emit(Transition{From: Cold, To: Warmup, At: at, Boundary: d.coldEnd, Kind: KindColdEnd})
+}
+
+// blkAdd adds a recorded observation (histogram units) to the running sums,
+// opening a block every subBlock observations; when maxBlocks boundaries are
+// kept, every other one of the older half is dropped (its block merges into
+// the previous one), so recent blocks stay fine and memory bounded.
+func (d *Detector) blkAdd(p Point, x float64) {
+	if d.bCount == 0 {
+		if len(d.blk) == cap(d.blk) {
+			half := len(d.blk) / 2
+			k := 0
+			for i := 0; i < half; i += 2 {
+				d.blk[k] = d.blk[i]
+				k++
+			}
+			k += copy(d.blk[k:], d.blk[half:])
+			d.blk = d.blk[:k]
+		}
+		d.blk = append(d.blk, block{first: p, n: d.cN, s: d.cS, s2: d.cS2})
+	}
+	d.cN++
+	d.cS += x
+	d.cS2 += x * x
+	if d.bCount++; d.bCount == subBlock {
+		d.bCount = 0
+	}
+}
+
+// blockAt returns the index of the first block that begins at or after
+// observation index i.
+func (d *Detector) blockAt(i int64) int {
+	lo, hi := 0, len(d.blk)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if d.blk[m].first.Index < i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// shift finds the most significant change in mean among the observations
+// since from: over every block boundary c with at least shift_min
+// observations on each side (and c at or after after), the ratio r of the
+// mean after c to the mean before it (both back to from) and its standard
+// error (delta method, each side's own variance) give z = (|r-1| -
+// mean_tolerance) / se; the boundary with the largest z is a shift when z >
+// shift_z. This is the corpus labels' test of a segment against the last
+// one (a bootstrap 95% interval of the mean ratio wholly outside +-5%;
+// Traini et al. 2023) applied where it is most significant, as binary
+// segmentation does with a likelihood ratio (Scott & Knott 1974).
+func (d *Detector) shift(from, after int64) (Point, bool) {
+	a := d.blockAt(from)
+	if a >= len(d.blk) {
+		return Point{}, false
+	}
+	b0 := &d.blk[a]
+	nT, sT, qT := d.cN-b0.n, d.cS-b0.s, d.cS2-b0.s2
+	minN := float64(d.cfg.ShiftMin)
+	if nT < 2*minN {
+		return Point{}, false
+	}
+	tol := d.cfg.MeanTolerance
+	best, bestZ := Point{}, d.cfg.ShiftZ
+	found := false
+	for c := max(a+1, d.blockAt(after)); c < len(d.blk); c++ {
+		bc := &d.blk[c]
+		nL := bc.n - b0.n
+		if nL < minN {
+			continue
+		}
+		nR := nT - nL
+		if nR < minN {
+			break
+		}
+		sL := bc.s - b0.s
+		sR := sT - sL
+		// |mR/mL - 1| <= tol, without a division: most points stop here
+		if diff := sR*nL - sL*nR; diff <= tol*sL*nR && -diff <= tol*sL*nR {
+			continue
+		}
+		mL, mR := sL/nL, sR/nR
+		if mL <= 0 || mR <= 0 {
+			continue
+		}
+		qL := bc.s2 - b0.s2
+		qR := qT - qL
+		vL := max(qL-sL*mL, 0) / (nL - 1) / (nL * mL * mL)
+		vR := max(qR-sR*mR, 0) / (nR - 1) / (nR * mR * mR)
+		r := mR / mL
+		dev := math.Abs(r-1) - tol
+		// z > bestZ  <=>  dev^2 > bestZ^2 * r^2 * (vL+vR)
+		if dev*dev > bestZ*bestZ*r*r*(vL+vR) {
+			bestZ = dev / (r * math.Sqrt(vL+vR))
+			best, found = bc.first, true
+		}
+	}
+	return best, found
 }
 
 // subAdd adds a recorded observation to the window's current sub-block;
@@ -563,6 +695,26 @@ func (d *Detector) segment(lo int) (start int, taus [3]float64, ok bool) {
 	if last-start+1 < d.cfg.StableWindows || !d.trendFree(start, taus) {
 		return last + 1, taus, true
 	}
+	// Nor may it span a shift in mean (observation-block resolution): it
+	// starts at the last one, found by binary segmentation to the right.
+	// (Sought last: it is the costliest test, O(blocks in the segment).)
+	d.hasCut = false
+	if d.cfg.ShiftZ > 0 && d.cfg.MeanTolerance > 0 && last-start+1 >= d.cfg.StableWindows {
+		from := d.ring[start].first.Index
+		for range maxSplits {
+			c, ok := d.shift(from, from)
+			if !ok {
+				break
+			}
+			from, d.cut, d.hasCut = c.Index, c, true
+		}
+		for d.hasCut && start <= last && d.ring[start].last.Index < from {
+			start++
+		}
+	}
+	if last-start+1 < d.cfg.StableWindows || !d.trendFree(start, taus) {
+		return last + 1, taus, true
+	}
 	return start, taus, true
 }
 
@@ -778,7 +930,111 @@ func (d *Detector) trendFree(s int, taus [3]float64) bool {
 	return true
 }
 
+// resumeAfterShift decides, relapse_windows windows after a shift in mean
+// ended a steady state, whether the shift was an excursion, walking back from
+// the newest observations like the corpus labels: the last segment starts at
+// e, the last shift since the relapse boundary c (right binary segmentation;
+// e = c when none). If the last segment's mean differs from the previous
+// steady state's (its start to c) the level has changed and the usual search
+// goes on. Otherwise, if an excursion [c, e) differs from the last segment,
+// steady state restarts at e (when that covers min_steady_fraction of the
+// run); if not, the excursion was no segment of its own and the previous
+// steady state resumes.
+func (d *Detector) resumeAfterShift() bool {
+	if d.seq-d.shiftSeq < d.cfg.RelapseWindows {
+		return false
+	}
+	c := d.relB
+	e := c
+	for range maxSplits {
+		x, ok := d.shift(e.Index, e.Index)
+		if !ok {
+			break
+		}
+		e = x
+	}
+	p, q, now := d.blockAt(d.prevStart.Index), d.blockAt(c.Index), len(d.blk)
+	if d.differ(p, q, d.blockAt(e.Index), now) {
+		return false
+	}
+	start := d.prevStart
+	// The excursion now lies inside the steady state: it is not sought
+	// again (that would be a relapse every window: flapping).
+	d.scanFrom = d.ring[len(d.ring)-1].last.Index + 1
+	if e.Index > c.Index {
+		last := d.ring[len(d.ring)-1].last.Index
+		if f := d.cfg.MinSteadyFraction; float64(last-e.Index+1) < f*float64(last+1) {
+			return false
+		}
+		start = e
+	}
+	d.shifted = false
+	d.class = d.prevClass
+	d.enterSteady(start, restarted(d.prev), d.scanFrom)
+	return true
+}
+
+// restarted returns the monitors with their CUSUMs at zero.
+func restarted(m [3]monitor) [3]monitor {
+	for i := range m {
+		m[i].sp, m[i].sn = 0, 0
+	}
+	return m
+}
+
+// enterSteady declares steady state from start, watched by mon; shifts are
+// sought from scanFrom on.
+func (d *Detector) enterSteady(start Point, mon [3]monitor, scanFrom int64) {
+	d.hasSteady = true
+	d.steadyStart = start
+	d.scanFrom = scanFrom
+	d.declaredAt = d.ring[len(d.ring)-1].last
+	d.mon = mon
+	d.regime = Steady
+	d.emit(Transition{From: Warmup, To: Steady, At: d.declaredAt, Boundary: start, Kind: KindSteady})
+}
+
+// sums returns the count, sum and sum of squares of the observations in
+// blocks [i, j) (j = len(blk): up to now).
+func (d *Detector) sums(i, j int) (n, s, q float64) {
+	a := &d.blk[i]
+	if j >= len(d.blk) {
+		return d.cN - a.n, d.cS - a.s, d.cS2 - a.s2
+	}
+	b := &d.blk[j]
+	return b.n - a.n, b.s - a.s, b.s2 - a.s2
+}
+
+// differ reports whether the means of blocks [i, j) and [k, l) differ by
+// the shift test (see shift).
+func (d *Detector) differ(i, j, k, l int) bool {
+	if i >= j || k >= l || j > len(d.blk) || k >= len(d.blk) {
+		return false
+	}
+	nL, sL, qL := d.sums(i, j)
+	nR, sR, qR := d.sums(k, l)
+	if nL < 2 || nR < 2 {
+		return false
+	}
+	mL, mR := sL/nL, sR/nR
+	if mL <= 0 || mR <= 0 {
+		return false
+	}
+	vL := max(qL-sL*mL, 0) / (nL - 1) / (nL * mL * mL)
+	vR := max(qR-sR*mR, 0) / (nR - 1) / (nR * mR * mR)
+	r := mR / mL
+	dev := math.Abs(r-1) - d.cfg.MeanTolerance
+	return dev > 0 && dev*dev > d.cfg.ShiftZ*d.cfg.ShiftZ*r*r*(vL+vR)
+}
+
 func (d *Detector) evalWarmup() bool {
+	if d.shifted && d.resumeAfterShift() {
+		return true
+	}
+	return d.evalGates()
+}
+
+func (d *Detector) evalGates() bool {
 	// The segment search is O(ring length): with a long ring it runs every
 	// len/searchEvery windows, so the work per window stays bounded.
 	if stride := len(d.ring) / searchEvery; stride > 1 && d.seq%stride != 0 {
@@ -842,6 +1098,9 @@ func (d *Detector) evalWarmup() bool {
 			start = d.refineStart(s, level, tau, preLevel > level)
 		}
 	}
+	if d.hasCut && d.cut.Index > start.Index {
+		start = d.cut
+	}
 	// A relapse that came back to the previous steady levels (every
 	// monitored statistic) was a transient excursion: resume the previous
 	// steady state (its start and levels), as the corpus labels do when no
@@ -880,18 +1139,10 @@ func (d *Detector) evalWarmup() bool {
 			d.class = Slowdown
 		}
 	}
-	d.hasSteady = true
-	d.steadyStart = start
-	d.declaredAt = d.ring[last].last
-	d.mon = mon
 	if resume {
-		d.mon = d.prev
-		for i := range d.mon {
-			d.mon[i].sp, d.mon[i].sn = 0, 0
-		}
+		mon = restarted(d.prev)
 	}
-	d.regime = Steady
-	d.emit(Transition{From: Warmup, To: Steady, At: d.declaredAt, Boundary: start, Kind: KindSteady})
+	d.enterSteady(start, mon, start.Index)
 	return true
 }
 
@@ -955,6 +1206,31 @@ func (d *Detector) evalSteady(w winSum) bool {
 		d.relapse(w, w.first, Point{Index: w.last.Index + 1, Time: w.last.Time}, false)
 		return false
 	}
+	if d.cfg.ShiftZ > 0 && d.cfg.MeanTolerance > 0 && d.cfg.RelapseOnMean {
+		// Shifts are sought among the recent observations at every window,
+		// and over the whole steady segment every k windows, with k such
+		// that the points tested per window stay about shiftPoints: a
+		// shift early in the segment (the segment started too early) only
+		// becomes significant as the part after it grows.
+		after := max(d.steadyStart.Index, d.scanFrom)
+		a := d.blockAt(after)
+		if k := (len(d.blk) - a) / shiftPoints; k > 1 && d.seq%k != 0 {
+			after = max(after, w.last.Index+1-int64(shiftRecent*d.cfg.ShiftMin))
+		}
+		if d.pend {
+			after = min(after, d.pendAt.Index)
+		}
+		c, ok := d.shift(d.steadyStart.Index, after)
+		if ok && d.pend {
+			// the recent observations' mean left the band, at two window
+			// closes in a row (hysteresis: a fluctuation that the next
+			// window dilutes is none): a new level, or a transient
+			// excursion (resumeAfterShift)
+			d.relapse(w, c, c, true)
+			return false
+		}
+		d.pend, d.pendAt = ok, c
+	}
 	if !alarm {
 		return stable
 	}
@@ -997,6 +1273,8 @@ func (d *Detector) relapse(w winSum, b, floor Point, resumable bool) {
 	}
 	d.nRelapses++
 	d.hasPrev = resumable
+	d.pend = false
+	d.shifted, d.shiftSeq, d.relB = d.cfg.ShiftZ > 0 && d.cfg.MeanTolerance > 0, d.seq, b
 	d.prev = d.mon
 	d.prevStart = d.steadyStart
 	d.prevClass = d.class

@@ -479,3 +479,50 @@ func TestDetectorStartInsideWindow(t *testing.T) {
 	// segment (the mean gate drops it when they move its mean too much).
 	require.GreaterOrEqual(t, 2*exact, total, "within a sub-block of the step: %d of %d", exact, total)
 }
+
+// TestDetectorShift: in a heavy-tailed series (window means scatter +-8%),
+// the last 150 observations run 20% faster. Neither the window CUSUMs nor
+// the burst test see it (both need a window mean far outside the noise);
+// the shift test, which weighs the 150 observations against the whole
+// steady segment, does: the run ends not steady, with the relapse at the
+// shift. An excursion of the same size that ends resumes a steady state
+// once, without flapping.
+func TestDetectorShift(t *testing.T) {
+	t.Parallel()
+	on := DefaultConfig()
+	on.ShiftZ = 1.64 // the opt-in setting the README reports
+	unseen := 0      // seeds whose final shift only the shift test sees
+	for seed := uint64(1); seed <= 5; seed++ {
+		final := series(3000, 40+seed, func(r *rand.Rand, i int) float64 {
+			l := 1.0
+			if i >= 2850 {
+				l = 0.8
+			}
+			return l * lognormal(r, 0.5)
+		})
+		res := run(t, on, final)
+		require.Nil(t, res.snap.SteadyStart, "seed %d: a shift in the last 150 observations", seed)
+		require.NotEmpty(t, res.snap.Relapses)
+		require.InDelta(t, 2850, res.snap.Relapses[len(res.snap.Relapses)-1].Boundary.Index, 200, "seed %d", seed)
+
+		if res = run(t, DefaultConfig(), final); res.snap.SteadyStart != nil {
+			unseen++
+		}
+
+		exc := series(3000, 40+seed, func(r *rand.Rand, i int) float64 {
+			l := 1.0
+			if i >= 1500 && i < 1650 {
+				l = 0.8
+			}
+			return l * lognormal(r, 0.5)
+		})
+		res = run(t, on, exc)
+		s := res.snap
+		require.NotNil(t, s.SteadyStart, "seed %d: the excursion ended", seed)
+		require.LessOrEqual(t, len(s.Relapses), 2, "seed %d: no flapping: %v", seed, s.Relapses)
+		if s.SteadyStart.Index >= 1500 {
+			require.InDelta(t, 1650, s.SteadyStart.Index, 60, "seed %d: restarted after the excursion", seed)
+		}
+	}
+	require.GreaterOrEqual(t, unseen, 3, "without the shift test, most final shifts go unseen")
+}
