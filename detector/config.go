@@ -88,11 +88,12 @@ type Config struct {
 	// means after and before it lies wholly outside the mean tolerance band
 	// (the corpus labels' test of a segment against the last one, applied
 	// at the most significant point, to the observation block of 5); in
-	// steady state such a change with at least shift_min observations after
-	// it is a relapse, and a relapse whose shift proves an excursion
-	// resumes. 0 (the default) disables: on this corpus 1.64 (with
-	// shift_min 50) reports more no-steady forks and cuts fewer short, but
-	// it also relapses on most i.i.d. heavy-tailed series (see README).
+	// steady state, with relapse_on_mean, such a change found at two window
+	// closes in a row is a relapse; and relapse_windows windows after any
+	// relapse, one that proves a short excursion resumes. 0 (the default)
+	// disables: on this corpus 1.64 (with shift_min 50) reports more
+	// no-steady forks and cuts fewer short, but it also relapses on most
+	// i.i.d. heavy-tailed series (see README).
 	ShiftZ float64 `json:"shift_z"`
 	// ShiftMin is the fewest observations on either side of a change in
 	// mean for shift_z to test it.

@@ -146,7 +146,8 @@ type Detector struct {
 	mon         [3]monitor // by stat
 	// the steady state lost by the last relapse, resumed if the level returns
 	hasPrev bool
-	// the last relapse was a shift in mean (window seq when it happened)
+	// with shift_z on: the last relapse (at window seq shiftSeq) awaits
+	// resumeAfterShift
 	shifted   bool
 	shiftSeq  int
 	relB      Point // where the shift of the last relapse began
@@ -930,8 +931,8 @@ func (d *Detector) trendFree(s int, taus [3]float64) bool {
 	return true
 }
 
-// resumeAfterShift decides, relapse_windows windows after a shift in mean
-// ended a steady state, whether the shift was an excursion, walking back from
+// resumeAfterShift decides, relapse_windows windows after a relapse (of any
+// kind, with shift_z on) ended a steady state, whether it was an excursion, walking back from
 // the newest observations like the corpus labels: the last segment starts at
 // e, the last shift since the relapse boundary c (right binary segmentation;
 // e = c when none). If the last segment's mean differs from the previous
