@@ -218,7 +218,9 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	d.hist.Record(x)
 	d.wSumSq += x * x
 	p := Point{Index: idx, Time: t}
-	d.blkAdd(p, x)
+	if d.cfg.ShiftZ > 0 {
+		d.blkAdd(p, x) // the running sums serve only the shift test
+	}
 	if d.wN == 0 {
 		d.wFirst = p
 	}
@@ -292,7 +294,9 @@ func (d *Detector) endCold(at Point) {
 				d.hist.Record(x)
 				d.wSumSq += x * x
 				q := Point{Index: i, Time: d.coldT[i]}
-				d.blkAdd(q, x)
+				if d.cfg.ShiftZ > 0 {
+					d.blkAdd(q, x)
+				}
 				if d.wN == 0 {
 					d.wFirst = q
 				}
