@@ -128,6 +128,29 @@ func (s *influxd) kill() {
 	<-s.done
 }
 
+// count runs a single-value count query and returns its value, 0 when the
+// answer is empty or the server does not answer (it never fails the test:
+// it is called from a goroutine while the server may be going down).
+func (s *influxd) count(q string) float64 {
+	form := url.Values{"db": {"k6"}, "q": {q}}
+	resp, err := http.PostForm(s.url()+"/query", form)
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var out struct {
+		Results []struct {
+			Series []series `json:"series"`
+		} `json:"results"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Results) != 1 || len(out.Results[0].Series) == 0 ||
+		len(out.Results[0].Series[0].Values) == 0 || len(out.Results[0].Series[0].Values[0]) < 2 {
+		return 0
+	}
+	v, _ := out.Results[0].Series[0].Values[0][1].(float64)
+	return v
+}
+
 // series is one series of an InfluxQL answer.
 type series struct {
 	Name    string            `json:"name"`

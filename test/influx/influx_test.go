@@ -298,16 +298,27 @@ func TestDashboardQueries(t *testing.T) {
 // reports what it dropped on stderr.
 func TestInfluxKilledMidRun(t *testing.T) {
 	srv := startInfluxd(t)
-	killed := make(chan struct{})
+	killed := make(chan time.Duration, 1)
+	var start time.Time
 	res := runBoth(t, srv, "influx-killed", func() {
+		start = time.Now()
 		go func() {
-			defer close(killed)
-			time.Sleep(5 * time.Second) // into the gameplay phase: the server dies mid-run
+			// the server dies once both outputs have written gameplay-phase
+			// data (polled, bounded): mid-run, whatever the machine's speed
+			for time.Since(start) < 30*time.Second {
+				if srv.count(`SELECT count("value") FROM "http_req_duration" WHERE "testid" = 'influx-killed' AND "phase" = 'gameplay'`) > 0 &&
+					srv.count(`SELECT count("n") FROM "regime_window" WHERE "testid" = 'influx-killed' AND "scenario" = 'load'`) > 0 {
+					break
+				}
+				time.Sleep(100 * time.Millisecond) // polling an external process's progress
+			}
 			srv.kill()
+			killed <- time.Since(start)
 		}()
 	})
-	<-killed
-	t.Logf("k6 ran %s with InfluxDB killed after 5s", res.Elapsed.Round(time.Millisecond))
+	at := <-killed
+	t.Logf("k6 ran %s with InfluxDB killed after %s", res.Elapsed.Round(time.Millisecond), at.Round(time.Millisecond))
+	require.Less(t, at, res.Elapsed, "InfluxDB was killed while k6 ran")
 	require.Equal(t, 0, res.ExitCode, "stderr:\n%s", res.Stderr)
 	require.Contains(t, res.Stdout, "checks", "no end-of-test summary:\n%s", res.Stdout)
 	drop := regexp.MustCompile(`xk6-regime-influxdb: dropped \d+ points \(buffer full or late: \d+, not acknowledged by InfluxDB: \d+\)[^\n]*`)
