@@ -128,29 +128,6 @@ func (s *influxd) kill() {
 	<-s.done
 }
 
-// count runs a single-value count query and returns its value, 0 when the
-// answer is empty or the server does not answer (it never fails the test:
-// it is called from a goroutine while the server may be going down).
-func (s *influxd) count(q string) float64 {
-	form := url.Values{"db": {"k6"}, "q": {q}}
-	resp, err := http.PostForm(s.url()+"/query", form)
-	if err != nil {
-		return 0
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var out struct {
-		Results []struct {
-			Series []series `json:"series"`
-		} `json:"results"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Results) != 1 || len(out.Results[0].Series) == 0 ||
-		len(out.Results[0].Series[0].Values) == 0 || len(out.Results[0].Series[0].Values[0]) < 2 {
-		return 0
-	}
-	v, _ := out.Results[0].Series[0].Values[0][1].(float64)
-	return v
-}
-
 // series is one series of an InfluxQL answer.
 type series struct {
 	Name    string            `json:"name"`
@@ -162,9 +139,20 @@ type series struct {
 // query runs one InfluxQL statement against database k6.
 func (s *influxd) query(tb testing.TB, q string) []series {
 	tb.Helper()
+	out, err := s.ask(q)
+	require.NoError(tb, err)
+	return out
+}
+
+// ask runs one InfluxQL statement against database k6 and returns its
+// series, or an error (for callers that must not fail the test, such as a
+// goroutine polling a server that may be going down).
+func (s *influxd) ask(q string) ([]series, error) {
 	form := url.Values{"db": {"k6"}, "q": {q}, "epoch": {"ms"}}
 	resp, err := http.PostForm(s.url()+"/query", form)
-	require.NoError(tb, err)
+	if err != nil {
+		return nil, err
+	}
 	defer func() { _ = resp.Body.Close() }()
 	var out struct {
 		Results []struct {
@@ -173,11 +161,29 @@ func (s *influxd) query(tb testing.TB, q string) []series {
 		} `json:"results"`
 		Error string `json:"error"`
 	}
-	require.NoError(tb, json.NewDecoder(resp.Body).Decode(&out))
-	require.Empty(tb, out.Error, "query %s", q)
-	require.Len(tb, out.Results, 1, "query %s", q)
-	require.Empty(tb, out.Results[0].Error, "query %s", q)
-	return out.Results[0].Series
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("query %s: %w", q, err)
+	}
+	switch {
+	case out.Error != "":
+		return nil, fmt.Errorf("query %s: %s", q, out.Error)
+	case len(out.Results) != 1:
+		return nil, fmt.Errorf("query %s: %d results, want 1", q, len(out.Results))
+	case out.Results[0].Error != "":
+		return nil, fmt.Errorf("query %s: %s", q, out.Results[0].Error)
+	}
+	return out.Results[0].Series, nil
+}
+
+// count is the value of a single-value count query, 0 when the answer is
+// empty or the server does not answer.
+func (s *influxd) count(q string) float64 {
+	out, err := s.ask(q)
+	if err != nil || len(out) == 0 || len(out[0].Values) == 0 || len(out[0].Values[0]) < 2 {
+		return 0
+	}
+	v, _ := out[0].Values[0][1].(float64)
+	return v
 }
 
 // k6Result is what one k6 run left behind.
