@@ -57,9 +57,25 @@ func newBreakdown() *breakdown {
 	return &breakdown{cells: make(map[breakdownKey]*requestCell), tracked: make(map[string]map[string]*trackedCell)}
 }
 
+// Scenario names of the request rows of setup() and teardown().
+const (
+	setupRow    = "(setup)"
+	teardownRow = "(teardown)"
+)
+
 func (b *breakdown) keyOf(s metrics.Sample, proto string) breakdownKey {
 	k := breakdownKey{proto: proto}
 	k.scenario, _ = s.Tags.Get(scenarioTag)
+	if k.scenario == "" {
+		// setup() and teardown() run outside every scenario; k6 marks
+		// them with a group (scenario names cannot hold parentheses)
+		switch g, _ := s.Tags.Get("group"); g {
+		case "::setup":
+			k.scenario = setupRow
+		case "::teardown":
+			k.scenario = teardownRow
+		}
+	}
 	k.phase, _ = s.Tags.Get("phase")
 	k.regime, _ = s.Tags.Get(regimeTag)
 	k.endpoint, _ = s.Tags.Get("endpoint")

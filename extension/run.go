@@ -299,7 +299,8 @@ func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
 	name, ok := s.Tags.Get(scenarioTag)
 	if !ok {
 		if kind == sinkIteration {
-			// requests of setup() and teardown() have no scenario either; only
+			// requests of setup() and teardown() have no scenario either (their
+			// breakdown rows are "(setup)" and "(teardown)"); only
 			// an iteration without one means the system tag was turned off
 			rs.noScenarioTag.Add(1)
 		}
