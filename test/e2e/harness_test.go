@@ -153,6 +153,15 @@ func coldWarmSteady(coldN, warmN int64, steady time.Duration) latencyFunc {
 	}
 }
 
+// settlesThenDrifts: steady with small jitter for settleN requests, then
+// latency grows by step per request for the rest of the run.
+func settlesThenDrifts(settleN int64, steady, step time.Duration) latencyFunc {
+	return func(i int64, rng *rand.Rand) time.Duration {
+		jitter := time.Duration(rng.Float64() * float64(steady) * 0.1)
+		return steady + jitter + time.Duration(max(0, i-settleN))*step
+	}
+}
+
 // neverSettles: latency keeps growing for the whole run.
 func neverSettles(step time.Duration) latencyFunc {
 	return func(i int64, rng *rand.Rand) time.Duration {

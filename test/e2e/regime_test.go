@@ -184,6 +184,21 @@ func TestNeverSettlingServerFailsTheGate(t *testing.T) {
 	require.Contains(t, res.Stderr, "regime_steady")
 }
 
+// TestRelapseFailsTheGate: a server that settles and then slows down for
+// good relapses; the steady-only gate fails (exit 99) and says the steady
+// state was reached but not held, instead of judging the run by the steady
+// samples from before the slowdown.
+func TestRelapseFailsTheGate(t *testing.T) {
+	srv := newScheduleServer(t, settlesThenDrifts(1500, 4*time.Millisecond, 4*time.Microsecond))
+	script := strings.ReplaceAll(gateScript, "${REPO}", repoRoot(t))
+	res := runK6(t, script, map[string]string{"BASE_URL": srv.URL})
+	require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
+	require.Contains(t, res.Stderr, "reached steady state")
+	require.Contains(t, res.Stderr, "steady state was reached but not held to the end in gameplay (it relapsed)")
+	require.Contains(t, res.Stderr, "regime_steady")
+	require.Greater(t, srv.n.Load(), int64(1600), "the slowdown must have started during the run")
+}
+
 // TestUnknownPhaseOrScenarioFailsAtStart: thresholds and settings naming a
 // scenario that does not exist stop k6 before the test.
 func TestUnknownPhaseOrScenarioFailsAtStart(t *testing.T) {
