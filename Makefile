@@ -43,10 +43,11 @@ vet:
 E2E_PKGS := ./test/...
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
-## test: vet, build k6 and the demo service, unit tests with -race, then end-to-end tests (real k6, PostgreSQL, InfluxDB) one package at a time
+## test: vet, build k6 and the demo service, unit tests with -race, the hindsight corpus check without it, then end-to-end tests (real k6, PostgreSQL, InfluxDB) one package at a time
 .PHONY: test
 test: vet build build-demo
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
+	set -o pipefail; $(GO) test -count=1 -timeout 10m -run '^TestCorpusHindsight$$' -v ./detector/ | grep -v '^=== '
 	K6_BIN=$(CURDIR)/k6 DEMO_BIN=$(CURDIR)/bin/demo-service $(GO) test -race -count=1 -p 1 -timeout 20m $(E2E_PKGS)
 
 ## test-short: the fast unit tests only

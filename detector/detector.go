@@ -92,6 +92,9 @@ type subBlocks struct {
 //   - with shift_z > 0 (opt-in), a shift in mean at observation-block
 //     resolution (shift) bounds segments and ends a steady state; a relapse
 //     whose excursion proves short resumes (resumeAfterShift).
+//   - Hindsight, kept apart from all of the above, re-runs at the end the
+//     corpus labels' offline procedure (PELT changepoints, walk back from
+//     the last segment) on a bounded trace of the series (hindsight.go).
 type Detector struct {
 	cfg Config
 
@@ -139,6 +142,8 @@ type Detector struct {
 
 	floor Point // segments may not start before this (cold end, last relapse)
 
+	trace trace // the series, bounded, for Hindsight
+
 	// steady state
 	hasSteady   bool
 	steadyStart Point
@@ -178,6 +183,7 @@ func New(cfg Config) (*Detector, error) {
 		blk:     make([]block, 0, maxBlocks),
 		scratch: make([]float64, max(cfg.MaxWindows, maxSubs*refineWindows)),
 		diffs:   make([]float64, 0, 2*cfg.StableWindows+2),
+		trace:   newTrace(),
 	}, nil
 }
 
@@ -218,6 +224,7 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	d.hist.Record(x)
 	d.wSumSq += x * x
 	p := Point{Index: idx, Time: t}
+	d.trace.add(p, v)
 	if d.cfg.ShiftZ > 0 {
 		d.blkAdd(p, x) // the running sums serve only the shift test
 	}
@@ -1314,41 +1321,52 @@ func (d *Detector) Snapshot() Snapshot {
 }
 
 // Hindsight returns a Snapshot refined with the whole series known: the
-// steady segment is searched once more over all windows since the cold tail,
-// ignoring online relapses, against the final level (the corpus labels'
-// rule, walking back from the last segment). Online fields of the detector
-// are not changed; the returned DeclaredAt is nil.
+// corpus labels' procedure (outlier filter, PELT changepoints, walk back
+// from the last segment; hindsight.go) on the detector's trace of the
+// series. SteadyStart and Class are its verdict (ColdEnd stays the online
+// one, and the steady state never starts inside the cold tail); DeclaredAt
+// is nil; all other fields are the online ones, unchanged. It costs up to
+// a few seconds (see hindsight.go): call it once, at the end.
 func (d *Detector) Hindsight() Snapshot {
 	s := d.Snapshot()
 	s.DeclaredAt = nil
 	s.SteadyStart = nil
-	lo := 0
-	if d.hasCold {
-		lo = d.firstAfter(d.coldEnd.Index)
-	}
-	st, _, ok := d.segment(lo)
-	if !ok || len(d.ring)-st < d.cfg.StableWindows || d.tooShort(st) {
-		s.Class = NoSteadyState
+	s.Class = NoSteadyState
+	x, at := d.trace.series()
+	if len(x) == 0 {
 		return s
 	}
-	p := d.truncate(st, d.coldEnd)
-	s.SteadyStart = ptr(p)
-	if st <= lo {
-		s.Class = Flat
-	} else {
-		pre := make([]float64, 0, st-lo)
-		for j := lo; j < st; j++ {
-			pre = append(pre, d.ring[j].med)
+	tol := d.cfg.MeanTolerance
+	st := labelStart(x, tol)
+	if d.hasCold {
+		for st < len(at) && at[st].Index < d.coldEnd.Index {
+			st++
 		}
-		seg := make([]float64, 0, len(d.ring)-st)
-		for j := st; j < len(d.ring); j++ {
-			seg = append(seg, d.ring[j].med)
+		if st == len(at) {
+			return s
 		}
-		if median(pre) > median(seg) {
-			s.Class = ClassWarmup
-		} else {
-			s.Class = Slowdown
-		}
+	}
+	start := at[st]
+	// as online: the steady stretch must hold stable_windows windows'
+	// worth of observations and more than min_steady_fraction of the run
+	rest := d.n - start.Index
+	if rest < int64(d.cfg.StableWindows*d.cfg.WindowMin) ||
+		float64(rest) <= d.cfg.MinSteadyFraction*float64(d.n) {
+		return s
+	}
+	if h := st + (len(x)-st)/2; differs(moments(x[st:h]), moments(x[h:]), tol) {
+		return s // a drift
+	}
+	s.SteadyStart = ptr(start)
+	pre, post := median(slices.Clone(x[:st])), median(slices.Clone(x[st:]))
+	switch {
+	case start.Index < subBlock || (d.hasCold && start.Index <= d.coldEnd.Index) ||
+		math.Abs(pre/post-1) <= d.cfg.MeanTolerance:
+		s.Class = Flat // what came before is a few observations, the cold tail, or at the steady level
+	case pre > post:
+		s.Class = ClassWarmup
+	default:
+		s.Class = Slowdown
 	}
 	return s
 }

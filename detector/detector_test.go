@@ -32,6 +32,18 @@ type runResult struct {
 // run feeds xs at 1 ms spacing (k6-like) and collects hooks.
 func run(tb testing.TB, cfg Config, xs []float64) runResult {
 	tb.Helper()
+	return runWith(tb, cfg, xs, false)
+}
+
+// runHindsight is run plus the end-of-run refinement (seconds under -race
+// for thousands of observations, so only the tests about it pay for it).
+func runHindsight(tb testing.TB, cfg Config, xs []float64) runResult {
+	tb.Helper()
+	return runWith(tb, cfg, xs, true)
+}
+
+func runWith(tb testing.TB, cfg Config, xs []float64, withHindsight bool) runResult {
+	tb.Helper()
 	var res runResult
 	cfg.OnTransition = func(tr Transition) { res.transitions = append(res.transitions, tr) }
 	cfg.OnWindow = func(w Window) { res.windows = append(res.windows, w) }
@@ -43,8 +55,11 @@ func run(tb testing.TB, cfg Config, xs []float64) runResult {
 		require.Equal(tb, before, got, "Observe must return the regime in force when the observation arrived")
 	}
 	res.snap = d.Snapshot()
-	res.hind = d.Hindsight()
-	require.Equal(tb, res.snap, d.Snapshot(), "Hindsight must not change online state")
+	if withHindsight {
+		res.hind = d.Hindsight()
+		require.Equal(tb, res.snap, d.Snapshot(), "Hindsight must not change online state")
+		checkHindsight(tb, res)
+	}
 	checkInvariants(tb, res, int64(len(xs)))
 	return res
 }
@@ -401,22 +416,6 @@ func TestDetectorRelapseOnTail(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestDetectorHindsight(t *testing.T) {
-	t.Parallel()
-	xs := series(3000, 13, func(r *rand.Rand, i int) float64 {
-		return (1 + math.Max(0, 1-float64(i)/800)) * lognormal(r, 0.05)
-	})
-	res := run(t, DefaultConfig(), xs)
-	require.NotNil(t, res.hind.SteadyStart)
-	require.InDelta(t, 750, res.hind.SteadyStart.Index, 200)
-	require.Nil(t, res.hind.DeclaredAt)
-	require.Equal(t, ClassWarmup, res.hind.Class)
-	// online fields are the same as the Snapshot's
-	require.Equal(t, res.snap.N, res.hind.N)
-	require.Equal(t, res.snap.Counts, res.hind.Counts)
-	require.Equal(t, res.snap.Relapses, res.hind.Relapses)
 }
 
 // TestDetectorBurstKeepsClass: after a burst the series settles back at the

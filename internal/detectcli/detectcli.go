@@ -12,8 +12,10 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -300,14 +302,31 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 	if len(order) == 0 {
 		return errors.New("empty series: no data rows")
 	}
+	// the hindsight refinement costs up to seconds per series: the series
+	// of a file are refined in parallel, one per CPU, and written in order
+	hind := make([]detector.Snapshot, len(order))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, s := range order {
+		if s.n == 0 {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			hind[i] = s.det.Hindsight()
+		}()
+	}
+	wg.Wait()
 	var errs []error
-	for _, s := range order {
+	for i, s := range order {
 		snap := s.det.Snapshot()
 		if snap.N == 0 {
 			errs = append(errs, fmt.Errorf("group %q: empty series", s.name))
 			continue
 		}
-		hs := s.det.Hindsight()
+		hs := hind[i]
 		res := result{
 			File: path, N: snap.N, ColdEnd: idx(snap.ColdEnd), SteadyStart: idx(snap.SteadyStart),
 			DeclaredAt: idx(snap.DeclaredAt), Regime: snap.Regime.String(), Class: snap.Class.String(),
