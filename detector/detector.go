@@ -1360,7 +1360,7 @@ func (d *Detector) Hindsight() Snapshot {
 	s.SteadyStart = ptr(start)
 	pre, post := median(slices.Clone(x[:st])), median(slices.Clone(x[st:]))
 	switch {
-	case start.Index < subBlock || (d.hasCold && start.Index <= d.coldEnd.Index) ||
+	case st == 0 || start.Index < subBlock || (d.hasCold && start.Index <= d.coldEnd.Index) ||
 		math.Abs(pre/post-1) <= d.cfg.MeanTolerance:
 		s.Class = Flat // what came before is a few observations, the cold tail, or at the steady level
 	case pre > post:

@@ -195,3 +195,20 @@ func TestHindsightLongSeries(t *testing.T) {
 	require.InDelta(t, step, h.SteadyStart.Index, float64(2*block))
 	require.Equal(t, ClassWarmup, h.Class)
 }
+
+// TestHindsightInvalidPrefix: invalid values before a flat series count in
+// N but not in the trace; the series is flat from its first valid value.
+func TestHindsightInvalidPrefix(t *testing.T) {
+	t.Parallel()
+	xs := series(3000, 4, func(r *rand.Rand, i int) float64 {
+		if i < 10 {
+			return math.NaN()
+		}
+		return lognormal(r, 0.1)
+	})
+	h := runHindsight(t, DefaultConfig(), xs).hind
+	require.NotNil(t, h.SteadyStart)
+	require.GreaterOrEqual(t, h.SteadyStart.Index, int64(10))
+	require.Less(t, h.SteadyStart.Index, int64(40))
+	require.Equal(t, Flat.String(), h.Class.String())
+}
