@@ -1034,9 +1034,18 @@ func (d *Detector) differ(i, j, k, l int) bool {
 	}
 	vL := max(qL-sL*mL, 0) / (nL - 1) / (nL * mL * mL)
 	vR := max(qR-sR*mR, 0) / (nR - 1) / (nR * mR * mR)
-	r := mR / mL
-	dev := math.Abs(r-1) - d.cfg.MeanTolerance
-	return dev > 0 && dev*dev > d.cfg.ShiftZ*d.cfg.ShiftZ*r*r*(vL+vR)
+	return meansDiffer(mL, vL, mR, vR, d.cfg.MeanTolerance, d.cfg.ShiftZ)
+}
+
+// meansDiffer reports whether the ratio r = mB/mA of two means, with its
+// delta-method interval of z standard errors, lies wholly outside 1 ± tol;
+// rvA and rvB are the squared relative standard errors of the means
+// (variance of the mean / mean²). The shift test and Hindsight's segment
+// test (the corpus labels' walk-back) share it.
+func meansDiffer(mA, rvA, mB, rvB, tol, z float64) bool {
+	r := mB / mA
+	dev := math.Abs(r-1) - tol
+	return dev > 0 && dev*dev > z*z*r*r*(rvA+rvB)
 }
 
 func (d *Detector) evalWarmup() bool {

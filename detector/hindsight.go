@@ -176,15 +176,13 @@ func moments(x []float64) moment {
 	return m
 }
 
-// differs: the ratio of the means of a and b lies, with its delta-method
-// interval, wholly outside 1 ± tol.
+// differs: the means of a and b differ beyond 1 ± tol by meansDiffer, with
+// the population variance of each stretch (as the labels' bootstrap).
 func differs(a, b moment, tol float64) bool {
 	ma, mb := a.s/a.n, b.s/b.n
-	va := math.Max(a.q/a.n-ma*ma, 0) / a.n
-	vb := math.Max(b.q/b.n-mb*mb, 0) / b.n
-	r := ma / mb
-	se := r * math.Sqrt(va/(ma*ma)+vb/(mb*mb))
-	return r+shiftZ*se <= 1-tol || r-shiftZ*se >= 1+tol
+	rva := math.Max(a.q/a.n-ma*ma, 0) / a.n / (ma * ma)
+	rvb := math.Max(b.q/b.n-mb*mb, 0) / b.n / (mb * mb)
+	return meansDiffer(mb, rvb, ma, rva, tol, shiftZ)
 }
 
 // pelt holds the prefix sums of a series and PELT's work arrays.
