@@ -135,6 +135,12 @@ type Config struct {
 	// outside are clamped and counted in OutOfRange.
 	DynamicRange float64 `json:"dynamic_range"`
 
+	// DropTrace: do not keep the bounded trace of the series that
+	// Hindsight reads (96 KiB per detector, 1-2 ns per observation); then
+	// Hindsight returns ErrNoTrace. The k6 extension sets it, as it does not
+	// call Hindsight. Like the hooks, it is not part of the parameters.
+	DropTrace bool `json:"-"`
+
 	// OnTransition, if set, is called synchronously inside Observe for every
 	// regime change.
 	OnTransition func(Transition) `json:"-"`

@@ -225,7 +225,11 @@ func TestCorpusHindsight(t *testing.T) {
 	}
 	t.Parallel()
 	f := scoreCorpus(t, func(fork string) bool { return fork == "0" || fork == "5" }, func(xs []float64) *Point {
-		return replay(xs).Hindsight().SteadyStart
+		h, err := replay(xs).Hindsight()
+		if err != nil {
+			panic(err)
+		}
+		return h.SteadyStart
 	})
 	t.Log("hindsight:", f)
 	require.Equal(t, 228, f.forks)

@@ -174,7 +174,7 @@ func New(cfg Config) (*Detector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Detector{
+	d := &Detector{
 		cfg:     cfg,
 		hist:    h,
 		hiX:     hiX,
@@ -183,8 +183,11 @@ func New(cfg Config) (*Detector, error) {
 		blk:     make([]block, 0, maxBlocks),
 		scratch: make([]float64, max(cfg.MaxWindows, maxSubs*refineWindows)),
 		diffs:   make([]float64, 0, 2*cfg.StableWindows+2),
-		trace:   newTrace(),
-	}, nil
+	}
+	if !cfg.DropTrace {
+		d.trace = newTrace()
+	}
+	return d, nil
 }
 
 // SetOnTransition sets the transition hook (nil clears it).
@@ -224,7 +227,9 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	d.hist.Record(x)
 	d.wSumSq += x * x
 	p := Point{Index: idx, Time: t}
-	d.trace.add(p, v)
+	if !d.cfg.DropTrace {
+		d.trace.add(p, v)
+	}
 	if d.cfg.ShiftZ > 0 {
 		d.blkAdd(p, x) // the running sums serve only the shift test
 	}
@@ -1335,15 +1340,19 @@ func (d *Detector) Snapshot() Snapshot {
 // series. SteadyStart and Class are its verdict (ColdEnd stays the online
 // one, and the steady state never starts inside the cold tail); DeclaredAt
 // is nil; all other fields are the online ones, unchanged. It costs up to
-// a few seconds (see hindsight.go): call it once, at the end.
-func (d *Detector) Hindsight() Snapshot {
+// a few seconds (see hindsight.go): call it once, at the end. It needs
+// the trace (ErrNoTrace with Config.DropTrace).
+func (d *Detector) Hindsight() (Snapshot, error) {
+	if d.cfg.DropTrace {
+		return Snapshot{}, ErrNoTrace
+	}
 	s := d.Snapshot()
 	s.DeclaredAt = nil
 	s.SteadyStart = nil
 	s.Class = NoSteadyState
 	x, at := d.trace.series()
 	if len(x) == 0 {
-		return s
+		return s, nil
 	}
 	tol := d.cfg.MeanTolerance
 	st := labelStart(x, tol)
@@ -1352,7 +1361,7 @@ func (d *Detector) Hindsight() Snapshot {
 			st++
 		}
 		if st == len(at) {
-			return s
+			return s, nil
 		}
 	}
 	start := at[st]
@@ -1361,10 +1370,10 @@ func (d *Detector) Hindsight() Snapshot {
 	rest := d.n - start.Index
 	if rest < int64(d.cfg.StableWindows*d.cfg.WindowMin) ||
 		float64(rest) <= d.cfg.MinSteadyFraction*float64(d.n) {
-		return s
+		return s, nil
 	}
 	if h := st + (len(x)-st)/2; differs(moments(x[st:h]), moments(x[h:]), tol) {
-		return s // a drift
+		return s, nil // a drift
 	}
 	s.SteadyStart = ptr(start)
 	pre, post := median(slices.Clone(x[:st])), median(slices.Clone(x[st:]))
@@ -1377,5 +1386,5 @@ func (d *Detector) Hindsight() Snapshot {
 	default:
 		s.Class = Slowdown
 	}
-	return s
+	return s, nil
 }

@@ -56,7 +56,9 @@ func runWith(tb testing.TB, cfg Config, xs []float64, withHindsight bool) runRes
 	}
 	res.snap = d.Snapshot()
 	if withHindsight {
-		res.hind = d.Hindsight()
+		var err error
+		res.hind, err = d.Hindsight()
+		require.NoError(tb, err)
 		require.Equal(tb, res.snap, d.Snapshot(), "Hindsight must not change online state")
 		checkHindsight(tb, res)
 	}

@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"errors"
 	"math"
 	"slices"
 )
@@ -38,14 +39,14 @@ import (
 // entries are averaged pairwise and each new entry is the mean of twice as
 // many observations, so memory is fixed and a series of up to traceCap
 // observations (the corpus' 3,000) is seen exactly. The cost, paid once at
-// the end, is about 0.3-1.5 s for 3,000 points (CROPS runs PELT 10-250
+// the end, is about 0.2-1.5 s for 3,000 points (CROPS runs PELT 10-250
 // times, and PELT prunes little under this cost), O(traceCap²) per run at
 // worst; Observe pays a few nanoseconds.
 const (
 	traceCap       = 4096
 	outlierWindow  = 200
 	outlierSkip    = 20 // the labels skip ceil(200/ln(1+ops in 0.1 s)) first observations: 15-21 for 1 µs-1 ms per op
-	outlierStride  = 10 // window step; the labels slide by 1 (same flags on the corpus samples checked, 10x cheaper)
+	outlierStride  = 10 // window step; the labels slide by 1 (same steady starts on the 5 corpus forks compared, 10x cheaper)
 	cropsMinFactor = 4
 	cropsMaxFactor = 1e5
 	cropsMaxRuns   = 1000 // bound on PELT runs; CROPS needs at most about twice the changepoint counts it finds
@@ -53,6 +54,9 @@ const (
 	log2Pi         = 1.8378770664093453
 	minVar         = 1e-11 // R changepoint's value for a segment variance <= 0
 )
+
+// ErrNoTrace: Hindsight was called on a detector with Config.DropTrace.
+var ErrNoTrace = errors.New("detector: Hindsight needs the trace, and Config.DropTrace dropped it")
 
 // trace is the bounded record of the series for Hindsight.
 type trace struct {

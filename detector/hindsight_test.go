@@ -118,9 +118,13 @@ func TestHindsightShortSeries(t *testing.T) {
 	}
 	d, err := New(DefaultConfig())
 	require.NoError(t, err)
-	require.Nil(t, d.Hindsight().SteadyStart, "empty series")
+	h, err := d.Hindsight()
+	require.NoError(t, err)
+	require.Nil(t, h.SteadyStart, "empty series")
 	d.Observe(0, math.NaN())
-	require.Nil(t, d.Hindsight().SteadyStart, "only invalid values")
+	h, err = d.Hindsight()
+	require.NoError(t, err)
+	require.Nil(t, h.SteadyStart, "only invalid values")
 }
 
 // TestHindsightOutliersIgnored: isolated huge values in a steady series do
@@ -188,7 +192,8 @@ func TestHindsightLongSeries(t *testing.T) {
 	for i, v := range xs {
 		d.Observe(int64(i), v)
 	}
-	h := d.Hindsight()
+	h, err := d.Hindsight()
+	require.NoError(t, err)
 	require.NotNil(t, h.SteadyStart)
 	block := d.trace.block
 	require.Greater(t, block, int64(1))
@@ -211,4 +216,20 @@ func TestHindsightInvalidPrefix(t *testing.T) {
 	require.GreaterOrEqual(t, h.SteadyStart.Index, int64(10))
 	require.Less(t, h.SteadyStart.Index, int64(40))
 	require.Equal(t, Flat.String(), h.Class.String())
+}
+
+// TestHindsightWithoutTrace: with DropTrace (the k6 extension's setting)
+// nothing is recorded and Hindsight says so instead of answering.
+func TestHindsightWithoutTrace(t *testing.T) {
+	t.Parallel()
+	cfg := ServiceConfig()
+	cfg.DropTrace = true
+	d, err := New(cfg)
+	require.NoError(t, err)
+	for i := range 1000 {
+		d.Observe(int64(i), 1)
+	}
+	require.Zero(t, cap(d.trace.v))
+	_, err = d.Hindsight()
+	require.ErrorIs(t, err, ErrNoTrace)
 }

@@ -93,6 +93,7 @@ func (s *scenarioState) scopeFor(endpoint string, onTransition func(*endpointSco
 	}
 	sc := &endpointScope{name: endpoint}
 	dcfg := s.cfg.Detector
+	dcfg.DropTrace = true // tags and gates are online decisions: Hindsight is never called here
 	dcfg.OnTransition = func(t detector.Transition) { onTransition(sc, t) }
 	if onWindow != nil {
 		dcfg.OnWindow = func(w detector.Window) { onWindow(endpoint, w) }

@@ -305,6 +305,7 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 	// the hindsight refinement costs up to seconds per series: the series
 	// of a file are refined in parallel, one per CPU, and written in order
 	hind := make([]detector.Snapshot, len(order))
+	hindErr := make([]error, len(order))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, s := range order {
@@ -315,7 +316,7 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			hind[i] = s.det.Hindsight()
+			hind[i], hindErr[i] = s.det.Hindsight()
 		}()
 	}
 	wg.Wait()
@@ -325,6 +326,9 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 		if snap.N == 0 {
 			errs = append(errs, fmt.Errorf("group %q: empty series", s.name))
 			continue
+		}
+		if hindErr[i] != nil {
+			return hindErr[i] // cannot happen: detect never sets DropTrace
 		}
 		hs := hind[i]
 		res := result{
