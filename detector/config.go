@@ -36,10 +36,25 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Methods of detection (Config.Method).
+const (
+	// MethodBenchmark judges windows of window_min observations against
+	// narrow bands, as calibrated on JMH forks where one observation is a
+	// second of work (the JMH corpus).
+	MethodBenchmark = "benchmark"
+	// MethodService judges windows of at least a second (window_min_duration)
+	// against bands as wide as request latency wanders on a shared machine,
+	// and needs several seconds of a level before it believes it (service.go).
+	MethodService = "service"
+)
+
 // Config holds every tunable of a Detector. Start from DefaultConfig; the json
 // names are the option names used everywhere (JSON, CLI flags in kebab-case,
 // error messages).
 type Config struct {
+	// Method is the algorithm: "benchmark" or "service" (see the constants).
+	// Options that one method does not use say so below.
+	Method string `json:"method"`
 	// WindowMin is the minimum number of observations in a window.
 	WindowMin int `json:"window_min"`
 	// WindowMinDuration is the minimum time span of a window (0 = count only).
@@ -112,8 +127,27 @@ type Config struct {
 	// (0 disables noise adaptation).
 	NoiseZ float64 `json:"noise_z"`
 	// StableWindows is how many consecutive windows a segment needs, with
-	// stable median and tail, before steady state is declared.
+	// stable median and tail, before steady state is declared. With the
+	// service method it is what a first level needs: one that no visible
+	// warm-up preceded (a service can start on a cold plateau).
 	StableWindows int `json:"stable_windows"`
+	// SettleWindows (service method) is what a level reached after a visible
+	// transient needs, and what confirms a new level after a relapse: warm-ups
+	// come in stages (interpreter, then C1, then C2; Ignition, then TurboFan),
+	// so the level that follows the first fast drop is often not the last.
+	SettleWindows int `json:"settle_windows"`
+	// TrendTolerance (service method) bounds the change between the medians
+	// of the two halves of a steady segment (relative; a slow drift stays
+	// inside the level band window by window).
+	TrendTolerance float64 `json:"trend_tolerance"`
+	// RelapseTolerance (service method): steady state is lost when the
+	// median of the last relapse_windows windows, or the second half of the
+	// steady segment, lies this far (relative) from the segment's level for
+	// relapse_windows window closes in a row.
+	RelapseTolerance float64 `json:"relapse_tolerance"`
+	// SearchWindows (service method) is how far back, in windows, a steady
+	// segment is sought at each window close (bounds the work per window).
+	SearchWindows int `json:"search_windows"`
 	// RelapseWindows is how many windows a level shift must persist before a
 	// relapse (steady -> warmup) is reported.
 	RelapseWindows int `json:"relapse_windows"`
@@ -154,25 +188,34 @@ const (
 	maxColdConfirm = 32
 )
 
-// ServiceConfig is DefaultConfig for service latency measured by a load
-// generator (k6 iteration and request durations): such series wander more
-// than a microbenchmark's (GC, CPU frequency, neighbours on the machine; on 2
-// shared cores window medians move +-10% in slow waves), so a level within
-// 6% (median; 10% mean, whose heavy tail moves it more) is the same level,
-// and only a persistent median shift is a relapse. Wider bands let a slow
-// drift (2% per window) pass as steady, which it must never be: 6% is where
-// measured k6 series of the scenario kit settle and such drifts still do not.
-// One window of outliers (a GC pause, a neighbour's burst) is no relapse for a
-// service (burst_z 0), and windows hold 50 observations. It is the default of
-// the k6 extension.
+// ServiceConfig is the configuration for service latency measured by a load
+// generator (k6 iteration and request durations), the default of the k6
+// extension. Request latency wanders at the scale of seconds (GC, JIT
+// tiers, the scheduler; on 2 cores shared by k6 and the service the median
+// of one-second blocks moves +-15-25% in waves of 5-30 s): windows are a
+// second long (and at least 20 observations), and levels within 25% are the
+// same level. A first level must hold 9 windows (a service can start on a
+// cold plateau); a level reached after a visible warm-up, 12 (JIT warm-ups
+// come in stages: on 2 shared cores HotSpot services went on improving by
+// 20-30% for 7-17 s after their first fast drop). Steady state is lost only
+// when the level moves by half (relapse_tolerance 0.5) for 5 window closes
+// in a row. The options and their measured effect are in service.go and
+// the README's tag-quality table.
 func ServiceConfig() Config {
 	c := DefaultConfig()
-	c.WindowMin = 50
-	c.MedianTolerance = 0.06
-	c.MeanTolerance = 0.10
-	c.RelapseOnMean = false
-	c.BurstZ = 0
-	c.ShiftZ = 0
+	c.Method = MethodService
+	c.WindowMin = 20
+	c.WindowMinDuration = Duration(time.Second)
+	c.MedianTolerance = 0.25
+	c.TailTolerance = 1.0
+	c.TrendTolerance = 0.16
+	c.RelapseTolerance = 0.5
+	c.StableWindows = 9
+	c.SettleWindows = 12
+	c.RelapseWindows = 5
+	c.NoiseZ = 3
+	c.SearchWindows = 128
+	c.MaxWindows = 512
 	return c
 }
 
@@ -183,6 +226,7 @@ var Presets = map[string]func() Config{"benchmark": DefaultConfig, "service": Se
 // series (the labelled corpus): a level within 3% (median) is the same level.
 func DefaultConfig() Config {
 	return Config{
+		Method:            MethodBenchmark,
 		WindowMin:         50,
 		MaxWindows:        256,
 		MedianTolerance:   0.03,
@@ -200,6 +244,10 @@ func DefaultConfig() Config {
 		TailMinAbove:      5,
 		NoiseZ:            2,
 		StableWindows:     8,
+		SettleWindows:     5,
+		TrendTolerance:    0.16,
+		RelapseTolerance:  0.5,
+		SearchWindows:     128,
 		RelapseWindows:    3,
 		ColdFactor:        1.5,
 		ColdConfirm:       5,
@@ -235,6 +283,9 @@ func (c Config) Validate() []error {
 			errs = append(errs, fmt.Errorf("%s must be in %s%g, %g], got %g", name, lb, lo, hi, v))
 		}
 	}
+	if c.Method != MethodBenchmark && c.Method != MethodService {
+		errs = append(errs, fmt.Errorf("method must be %q or %q, got %q", MethodBenchmark, MethodService, c.Method))
+	}
 	intIn("window_min", c.WindowMin, 8, 1<<30)
 	if c.WindowMinDuration < 0 {
 		errs = append(errs, fmt.Errorf("window_min_duration must be >= 0, got %s", time.Duration(c.WindowMinDuration)))
@@ -254,6 +305,10 @@ func (c Config) Validate() []error {
 	floatIn("cusum_allowance", c.CusumAllowance, 0, 1, false)
 	intIn("stable_windows", c.StableWindows, 2, 1000)
 	intIn("relapse_windows", c.RelapseWindows, 2, 1000)
+	intIn("settle_windows", c.SettleWindows, 2, 1000)
+	floatIn("trend_tolerance", c.TrendTolerance, 0, 10, true)
+	floatIn("relapse_tolerance", c.RelapseTolerance, 0, 10, true)
+	intIn("search_windows", c.SearchWindows, 2, 1<<16)
 	floatIn("cold_factor", c.ColdFactor, 1, 1e6, true)
 	intIn("cold_confirm", c.ColdConfirm, 1, maxColdConfirm)
 	intIn("cold_max", c.ColdMax, 1, coldBufSize)
@@ -262,6 +317,15 @@ func (c Config) Validate() []error {
 	floatIn("dynamic_range", c.DynamicRange, 10, 1e6, false)
 	if c.StableWindows > 0 && c.MaxWindows > 0 && c.StableWindows*2 > c.MaxWindows {
 		errs = append(errs, fmt.Errorf("stable_windows (%d) must be at most half of max_windows (%d)", c.StableWindows, c.MaxWindows))
+	}
+	if c.Method == MethodService {
+		if c.SettleWindows*2 > c.MaxWindows {
+			errs = append(errs, fmt.Errorf("settle_windows (%d) must be at most half of max_windows (%d)", c.SettleWindows, c.MaxWindows))
+		}
+		if c.SearchWindows < c.StableWindows || c.SearchWindows > c.MaxWindows/2 {
+			errs = append(errs, fmt.Errorf("search_windows (%d) must be in stable_windows..max_windows/2 (%d..%d)",
+				c.SearchWindows, c.StableWindows, c.MaxWindows/2))
+		}
 	}
 	return errs
 }

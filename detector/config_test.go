@@ -43,6 +43,11 @@ func TestConfigValidateNamesEachOption(t *testing.T) {
 		{"no_steady_windows", func(c *Config) { c.NoSteadyWindows = 0 }},
 		{"sig_digits", func(c *Config) { c.SigDigits = 5 }},
 		{"dynamic_range", func(c *Config) { c.DynamicRange = 2 }},
+		{"method", func(c *Config) { c.Method = "fast" }},
+		{"settle_windows", func(c *Config) { c.SettleWindows = 1 }},
+		{"trend_tolerance", func(c *Config) { c.TrendTolerance = 0 }},
+		{"relapse_tolerance", func(c *Config) { c.RelapseTolerance = math.Inf(1) }},
+		{"search_windows", func(c *Config) { c.SearchWindows = 1 }},
 	} {
 		t.Run(tc.option, func(t *testing.T) {
 			t.Parallel()
@@ -86,6 +91,17 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 	require.Error(t, json.Unmarshal([]byte(`{"window_min_duration":"soon"}`), &back))
 }
 
+func TestServiceConfigCrossChecks(t *testing.T) {
+	t.Parallel()
+	c := ServiceConfig()
+	c.SettleWindows = c.MaxWindows/2 + 1
+	c.SearchWindows = c.MaxWindows
+	errs := c.Validate()
+	require.Len(t, errs, 2)
+	require.ErrorContains(t, errs[0], "settle_windows")
+	require.ErrorContains(t, errs[1], "search_windows")
+}
+
 func TestPresetsAreValid(t *testing.T) {
 	t.Parallel()
 	for name, mk := range Presets {
@@ -93,5 +109,7 @@ func TestPresetsAreValid(t *testing.T) {
 	}
 	s, d := ServiceConfig(), DefaultConfig()
 	require.Greater(t, s.MedianTolerance, d.MedianTolerance, "service latency gets a wider level band")
-	require.False(t, s.RelapseOnMean)
+	require.Equal(t, MethodService, s.Method)
+	require.Equal(t, MethodBenchmark, d.Method)
+	require.Positive(t, s.WindowMinDuration, "service windows are a time span")
 }

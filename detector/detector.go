@@ -162,6 +162,8 @@ type Detector struct {
 	class     Class
 	relapses  []Relapse
 	nRelapses int
+
+	svc svcState // the service method's state (service.go)
 }
 
 // New returns a Detector for cfg, or the joined Validate errors.
@@ -186,6 +188,9 @@ func New(cfg Config) (*Detector, error) {
 	}
 	if !cfg.DropTrace {
 		d.trace = newTrace()
+	}
+	if cfg.Method == MethodService {
+		d.svc = newSvcState(cfg)
 	}
 	return d, nil
 }
@@ -507,9 +512,17 @@ func (d *Detector) closeWindow() {
 	stable := false
 	switch d.regime {
 	case Warmup:
-		stable = d.evalWarmup()
+		if d.cfg.Method == MethodService {
+			stable = d.svcWarmup()
+		} else {
+			stable = d.evalWarmup()
+		}
 	case Steady:
-		stable = d.evalSteady(w)
+		if d.cfg.Method == MethodService {
+			stable = d.svcSteady(w)
+		} else {
+			stable = d.evalSteady(w)
+		}
 	}
 	if d.cfg.OnWindow != nil {
 		d.cfg.OnWindow(Window{

@@ -1,0 +1,290 @@
+package detector
+
+import (
+	"math"
+	"slices"
+)
+
+// The service method (Config.Method = "service", ServiceConfig), for request
+// streams: latency measured by a load generator against a real service.
+//
+// What it is built for, as measured on 2 cores shared by k6 and the service
+// (the live harness, live/): the median of one-second blocks of requests
+// wanders by +-15-25% in waves of 5-30 s (GC, JIT tiers, the scheduler, the
+// load generator itself), the p99 far more; a JIT service improves for a few
+// to 20 seconds; some services start on a plateau (40 ms for 8 s, then 5 ms).
+// A detector that judges a few hundred requests at a time inside a +-6% band
+// declares every plateau steady and relapses at the next wave.
+//
+// So it judges windows of at least a second (window_min_duration, and
+// window_min observations), each summarised by its median and its capped
+// tail quantile, on a log scale (levels compare by ratio):
+//
+//   - Segment. At each window close, walking back from the newest window,
+//     the longest run of windows whose 3-window running medians all lie
+//     within the level band of the run's median (median_tolerance, widened
+//     to noise_z robust standard deviations of the window-to-window change
+//     when the series is noisier than that: few observations per window),
+//     and whose tails do the same within tail_tolerance (the dual gate of
+//     median and tail: a JIT's compile pauses and the first connections keep
+//     the tail high after the median has settled).
+//   - Evidence. A segment that no visible transient precedes (the first
+//     level of the run, or one that started where the search stopped) must
+//     hold stable_windows windows (9): a service can start on a cold
+//     plateau (40 ms for 8 s, then 5 ms), and the first level is all the
+//     detector has seen. A segment reached after a transient (the level
+//     before it lies outside twice the band) must hold settle_windows (12): warm-
+//     ups come in stages (interpreter, C1, C2), and the level that follows
+//     the first fast drop is often an intermediate one (HotSpot services
+//     improved by another 20-30% for 7-17 s after it in the live harness).
+//     After a relapse, the new level must also be confirmed by
+//     settle_windows windows that closed after the relapse was decided.
+//   - Trend. The medians of the segment's two halves must agree within
+//     trend_tolerance after a transient (the end of a warm-up that is still
+//     improving), within the level band for a first level (a wave of the
+//     machine is no warm-up).
+//   - Relapse. In steady state, the level is the median of the steady
+//     segment's windows; when the median of the last relapse_windows
+//     windows, or of the second half of the segment against its first half,
+//     lies more than relapse_tolerance from it at relapse_windows window
+//     closes in a row, steady state is lost (a wave comes back within that
+//     time; a slowdown or a drift does not). The next steady segment starts
+//     no earlier than where the shift began.
+//
+// Per window close the work is O(search_windows^2) at worst (the walk-back
+// keeps a sorted copy of the segment), once a second; Observe is unchanged.
+
+// svcState is the service method's state.
+type svcState struct {
+	// minSeq: no steady state is declared before this window (fresh
+	// evidence after a relapse).
+	minSeq int
+	// over counts the consecutive window closes at which the steady level
+	// was out of the relapse band.
+	over int
+	// scratch, sized once
+	y, u, sm, sorted, tmp []float64
+}
+
+func newSvcState(cfg Config) svcState {
+	n := max(cfg.MaxWindows, cfg.SearchWindows) + 2
+	return svcState{
+		y: make([]float64, 0, n), u: make([]float64, 0, n), sm: make([]float64, 0, n),
+		sorted: make([]float64, 0, n), tmp: make([]float64, 0, n),
+	}
+}
+
+// logs fills s.y (and s.u when tails) with the log medians (and log tails)
+// of ring[from..].
+func (d *Detector) logs(from int, tails bool) {
+	s := &d.svc
+	s.y, s.u = s.y[:0], s.u[:0]
+	for j := from; j < len(d.ring); j++ {
+		s.y = append(s.y, math.Log(d.ring[j].med))
+		if tails {
+			s.u = append(s.u, math.Log(d.ring[j].tail))
+		}
+	}
+}
+
+// medianOf returns the median of v without reordering it.
+func (d *Detector) medianOf(v []float64) float64 {
+	d.svc.tmp = append(d.svc.tmp[:0], v...)
+	return median(d.svc.tmp)
+}
+
+// diffNoise is a robust standard deviation of the change between
+// consecutive values of v: 1.4826 MAD of the differences / sqrt 2
+// (Rousseeuw & Croux 1993). Trends and slow waves barely move it; the
+// sampling noise of few-observation windows does.
+func (d *Detector) diffNoise(v []float64) float64 {
+	if len(v) < 5 {
+		return 0
+	}
+	t := d.svc.tmp[:0]
+	for i := 1; i < len(v); i++ {
+		t = append(t, v[i]-v[i-1])
+	}
+	m := median(t)
+	for i := range t {
+		t[i] = math.Abs(t[i] - m)
+	}
+	d.svc.tmp = t
+	return median(t) * 1.4826 / math.Sqrt2
+}
+
+// smooth3 fills s.sm with the 3-point running median of y (2 points at
+// the ends).
+func (d *Detector) smooth3(y []float64) {
+	s := &d.svc
+	s.sm = s.sm[:0]
+	for i := range y {
+		switch {
+		case len(y) == 1:
+			s.sm = append(s.sm, y[0])
+		case i == 0:
+			s.sm = append(s.sm, (y[0]+y[1])/2)
+		case i == len(y)-1:
+			s.sm = append(s.sm, (y[i-1]+y[i])/2)
+		default:
+			a, b, c := y[i-1], y[i], y[i+1]
+			s.sm = append(s.sm, max(min(a, b), min(max(a, b), c)))
+		}
+	}
+}
+
+// walkBack returns the first index of the longest suffix of y whose
+// 3-point running medians all lie within band of the suffix's median, and
+// that median.
+func (d *Detector) walkBack(y []float64, band float64) (start int, level float64) {
+	s := &d.svc
+	d.smooth3(y)
+	n := len(y)
+	s.sorted = s.sorted[:0]
+	lo, hi := math.Inf(1), math.Inf(-1)
+	start, level = n-1, y[n-1]
+	for i := n - 1; i >= 0; i-- {
+		v := y[i]
+		k, _ := slices.BinarySearch(s.sorted, v)
+		s.sorted = slices.Insert(s.sorted, k, v)
+		lo, hi = min(lo, s.sm[i]), max(hi, s.sm[i])
+		m := len(s.sorted)
+		med := s.sorted[m/2]
+		if m%2 == 0 {
+			med = (s.sorted[m/2-1] + s.sorted[m/2]) / 2
+		}
+		if m >= 3 && (hi-med > band || med-lo > band) {
+			break
+		}
+		start, level = i, med
+	}
+	return start, level
+}
+
+// svcWarmup looks for a steady segment at a window close; it reports
+// whether steady state was declared.
+func (d *Detector) svcWarmup() bool {
+	if d.seq < d.svc.minSeq {
+		return false
+	}
+	lo := d.firstAfter(d.floor.Index)
+	last := len(d.ring) - 1
+	if last-lo+1 < min(d.cfg.StableWindows, d.cfg.SettleWindows) {
+		return false
+	}
+	from := max(lo, last-d.cfg.SearchWindows+1)
+	d.logs(from, d.cfg.TailTolerance > 0)
+	y, u := d.svc.y, d.svc.u
+	n := len(y)
+	recent := max(0, n-2*d.cfg.StableWindows)
+	sig := d.diffNoise(y[recent:])
+	band := max(math.Log1p(d.cfg.MedianTolerance), d.cfg.NoiseZ*sig)
+	s, level := d.walkBack(y, band)
+	if d.cfg.TailTolerance > 0 {
+		// the dual gate: the tail must have settled too
+		tband := max(math.Log1p(d.cfg.TailTolerance), d.cfg.NoiseZ*d.diffNoise(u[recent:]))
+		if st, _ := d.walkBack(u, tband); st > s {
+			s, level = st, d.medianOf(y[st:])
+		}
+	}
+	// a visible transient before the segment: the windows just before it
+	// lie outside twice the band (a first second 30% slower than the rest,
+	// as the first connections make it, is no warm-up in stages; a JIT's
+	// first seconds, 4-300 times slower, are)
+	pre := math.NaN()
+	if s > 0 {
+		pre = d.medianOf(y[max(0, s-3):s])
+	}
+	afterTransient := s > 0 && math.Abs(pre-level) > 2*band
+	need := d.cfg.StableWindows
+	if afterTransient {
+		need = d.cfg.SettleWindows
+	}
+	m := n - s
+	if m < need {
+		return false
+	}
+	h := m / 2
+	// After a transient the warm-up may still be ending: its halves must
+	// agree within trend_tolerance. A first level only has to stay within
+	// the level band between its halves: a wave of the machine in the
+	// first seconds is no reason to wait, and a change smaller than the
+	// band is no warm-up.
+	trend := band
+	if afterTransient {
+		trend = max(math.Log1p(d.cfg.TrendTolerance), 2*sig)
+	}
+	if math.Abs(d.medianOf(y[n-h:])-d.medianOf(y[s:s+h])) > trend {
+		return false
+	}
+	start := d.ring[from+s].first
+	if start.Index < d.floor.Index {
+		start = d.floor
+	}
+	// class (Barrett et al. 2017): against what came before the segment
+	switch {
+	case d.nRelapses > 0:
+		prev := d.relapses[min(d.nRelapses, maxStoredRelapses)-1].From
+		if math.Exp(level) < prev {
+			d.class = ClassWarmup
+		} else {
+			d.class = Slowdown
+		}
+	case from+s <= lo:
+		d.class = Flat
+	default:
+		before := d.medianOf(y[:s])
+		if from > lo {
+			// the search did not reach the cold end: compare with all of it
+			d.logs(lo, false)
+			before = d.medianOf(d.svc.y[:from+s-lo])
+		}
+		switch {
+		case math.Abs(before-level) <= band:
+			d.class = Flat
+		case before > level:
+			d.class = ClassWarmup
+		default:
+			d.class = Slowdown
+		}
+	}
+	var mon [3]monitor
+	mon[statMedian] = monitor{on: true, level: math.Exp(level)}
+	d.svc.over = 0
+	d.enterSteady(start, mon, start.Index)
+	return true
+}
+
+// svcSteady watches the steady level at a window close; it reports whether
+// the window lies within the relapse band.
+func (d *Detector) svcSteady(w winSum) bool {
+	lo := d.firstAfter(d.steadyStart.Index)
+	d.logs(lo, false)
+	y := d.svc.y
+	n := len(y)
+	if n == 0 {
+		return true
+	}
+	r := d.cfg.RelapseWindows
+	level := d.medianOf(y)
+	band := math.Log1p(d.cfg.RelapseTolerance)
+	out := math.Abs(d.medianOf(y[max(0, n-r):])-level) > band
+	if h := n / 2; n >= 2*r && math.Abs(d.medianOf(y[n-h:])-d.medianOf(y[:h])) > band {
+		out = true // the second half moved away: a drift
+	}
+	if !out {
+		d.svc.over = 0
+		return true
+	}
+	d.svc.over++
+	if d.svc.over < r {
+		return false
+	}
+	// the shift began about 2r-1 windows ago (r windows in the recent
+	// median, r closes in a row)
+	b := d.ring[max(lo, len(d.ring)-2*r+1)].first
+	d.relapse(w, b, b, false)
+	d.svc.minSeq = d.seq + d.cfg.SettleWindows
+	d.svc.over = 0
+	return false
+}

@@ -1,0 +1,213 @@
+package detector
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// stream is a request stream for the service method: rate observations per
+// second for secs seconds, each level(t) times log-normal noise, with
+// timestamps in nanoseconds.
+type stream struct {
+	rate, secs int
+	sigma      float64
+	level      func(t float64) float64
+}
+
+type svcRun struct {
+	snap        Snapshot
+	transitions []Transition
+	windows     []Window
+	times       []float64 // seconds, of each transition's At
+}
+
+func (s stream) run(tb testing.TB, seed uint64, cfg Config) svcRun {
+	tb.Helper()
+	var res svcRun
+	cfg.OnTransition = func(tr Transition) {
+		res.transitions = append(res.transitions, tr)
+		res.times = append(res.times, float64(tr.At.Time)/1e9)
+	}
+	cfg.OnWindow = func(w Window) { res.windows = append(res.windows, w) }
+	d, err := New(cfg)
+	require.NoError(tb, err)
+	r := rand.New(rand.NewPCG(seed, 99))
+	sigma := s.sigma
+	if sigma == 0 {
+		sigma = 0.3
+	}
+	for i := range s.rate * s.secs {
+		t := float64(i) / float64(s.rate)
+		d.Observe(int64(t*1e9), s.level(t)*math.Exp(sigma*r.NormFloat64()))
+	}
+	res.snap = d.Snapshot()
+	checkInvariants(tb, runResult{snap: res.snap, transitions: res.transitions, windows: res.windows}, int64(s.rate*s.secs))
+	return res
+}
+
+// declared returns the time of the first steady declaration (-1: none).
+func (r svcRun) declared() float64 {
+	for i, tr := range r.transitions {
+		if tr.Kind == KindSteady {
+			return r.times[i]
+		}
+	}
+	return -1
+}
+
+// wander is the slow wave of a flat service on shared cores: +-15% with a
+// 23 s period, from a phase that differs by seed.
+func wander(phase float64) func(float64) float64 {
+	return func(t float64) float64 { return 1 + 0.15*math.Sin(2*math.Pi*t/23+phase) }
+}
+
+func TestServiceFlatDeclaredWithinTenSeconds(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 6; seed++ {
+		res := stream{rate: 500, secs: 60, level: wander(float64(seed))}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		require.Equal(t, Steady, res.snap.Regime, name)
+		require.Equal(t, Flat, res.snap.Class, name)
+		require.Empty(t, res.snap.Relapses, name)
+		require.InDelta(t, 9.5, res.declared(), 0.6, name)
+	}
+}
+
+func TestServiceWarmup(t *testing.T) {
+	t.Parallel()
+	// 3x at the start, decaying with a 3 s time constant: within 25% of the
+	// final level from t = 3 ln 8 = 6.2 s
+	for seed := uint64(1); seed <= 4; seed++ {
+		w := wander(float64(seed))
+		res := stream{rate: 500, secs: 60, level: func(t float64) float64 { return w(t) * (1 + 2*math.Exp(-t/3)) }}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		require.Equal(t, Steady, res.snap.Regime, name)
+		require.Equal(t, ClassWarmup, res.snap.Class, name)
+		require.Empty(t, res.snap.Relapses, name)
+		require.GreaterOrEqual(t, res.declared(), 6.2, name)
+		require.Less(t, res.declared(), 18.0, name)
+	}
+}
+
+// TestServicePlateau: 40 ms for 8 s, then 5 ms. A plateau of 4,000
+// requests from the first one is not believed as steady state.
+func TestServicePlateau(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		res := stream{rate: 500, secs: 40, sigma: 0.05, level: func(t float64) float64 {
+			if t < 8 {
+				return 40
+			}
+			return 5
+		}}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		require.Greater(t, res.declared(), 8.0, name)
+		require.Equal(t, ClassWarmup, res.snap.Class, name)
+		require.Empty(t, res.snap.Relapses, name)
+		require.GreaterOrEqual(t, float64(res.snap.SteadyStart.Time)/1e9, 8.0, name)
+	}
+}
+
+// TestServiceDrift: a service that never settles (+2% a second for 90 s)
+// is not steady for half of the run: either never declared, or lost.
+func TestServiceDrift(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		res := stream{rate: 500, secs: 90, sigma: 0.1, level: func(t float64) float64 { return math.Exp(0.02 * t) }}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		if res.snap.Regime == Steady {
+			require.NotEmpty(t, res.snap.Relapses, name)
+			require.Greater(t, float64(res.snap.DeclaredAt.Time)/1e9, 45.0, name)
+		}
+	}
+}
+
+// TestServiceSlowdownForGood: steady for 30 s, then 3% slower every second:
+// declared, then lost, and not steady again for long.
+func TestServiceSlowdownForGood(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		w := wander(float64(seed))
+		res := stream{rate: 500, secs: 90, level: func(t float64) float64 { return w(t) * math.Exp(0.03*max(0, t-30)) }}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		require.Less(t, res.declared(), 12.0, name)
+		require.NotEmpty(t, res.snap.Relapses, name)
+		rl := res.snap.Relapses[0]
+		require.Greater(t, float64(rl.Boundary.Time)/1e9, 28.0, name)
+		require.Greater(t, rl.To, rl.From, name)
+		if res.snap.Regime == Steady {
+			require.Greater(t, float64(res.snap.DeclaredAt.Time)/1e9, 45.0, name)
+		}
+	}
+}
+
+// TestServiceWaveIsNoRelapse: in steady state the level rises by 40% for
+// 6 s and comes back: a wave, not a relapse.
+func TestServiceWaveIsNoRelapse(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		res := stream{rate: 500, secs: 60, level: func(t float64) float64 {
+			if t >= 30 && t < 36 {
+				return 1.4
+			}
+			return 1
+		}}.run(t, seed, ServiceConfig())
+		require.Equal(t, Steady, res.snap.Regime)
+		require.Empty(t, res.snap.Relapses, "seed %d", seed)
+	}
+}
+
+// TestServiceLastingShift: the level doubles at 40 s for good: one
+// relapse, with its boundary near the shift, and steady again at the new
+// level (a slowdown).
+func TestServiceLastingShift(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		res := stream{rate: 500, secs: 90, level: func(t float64) float64 {
+			if t >= 40 {
+				return 2
+			}
+			return 1
+		}}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		require.Len(t, res.snap.Relapses, 1, name)
+		rl := res.snap.Relapses[0]
+		require.InDelta(t, 40, float64(rl.Boundary.Time)/1e9, 3, name)
+		require.InEpsilon(t, 1, rl.From, 0.05, name)
+		require.InEpsilon(t, 2, rl.To, 0.1, name)
+		require.Equal(t, Steady, res.snap.Regime, name)
+		require.Equal(t, Slowdown, res.snap.Class, name)
+		require.GreaterOrEqual(t, float64(res.snap.SteadyStart.Time)/1e9, 39.0, name)
+	}
+}
+
+// TestServiceLowRate: 20 observations a second with a heavy tail (sigma
+// 0.6): the window medians are noisy, the bands widen with the measured
+// noise, and a flat stream still settles.
+func TestServiceLowRate(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		res := stream{rate: 20, secs: 120, sigma: 0.6, level: func(float64) float64 { return 10 }}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		require.Equal(t, Steady, res.snap.Regime, name)
+		require.Empty(t, res.snap.Relapses, name)
+		require.Less(t, res.declared(), 30.0, name)
+	}
+}
+
+func TestServiceObserveZeroAllocs(t *testing.T) {
+	d, err := New(ServiceConfig())
+	require.NoError(t, err)
+	vs := values(1 << 12)
+	i := 0
+	allocs := testing.AllocsPerRun(200_000, func() {
+		d.Observe(int64(i)*2_000_000, vs[i&(len(vs)-1)]) // 500 a second: a window closes every 500 calls
+		i++
+	})
+	require.Zero(t, allocs)
+	require.Equal(t, Steady, d.Regime())
+}
