@@ -12,8 +12,12 @@ export interface ScenarioSettings {
   input?: 'iteration' | 'request' | 'observe';
   /** Tag naming endpoints (default 'endpoint'). */
   endpointTag?: string;
-  /** Detector options, snake_case as the `k6 x regime detect` flags (see detector/config.go). */
+  /** Detector options, snake_case as the `k6 x regime detect` flags (see detector/config.go), over the
+   * service preset; an object naming `method: 'benchmark'` starts from the benchmark preset instead. */
   detector?: Record<string, number | string | boolean>;
+  /** The steady gate passes when the scenario ends in steady state declared early enough to span at least
+   * this share of the scenario's time (0 to 1, default 0.5). */
+  gateFraction?: number;
 }
 
 export interface Settings extends ScenarioSettings {
@@ -23,6 +27,9 @@ export interface Settings extends ScenarioSettings {
   track?: string[];
   /** Per-scenario settings; keys must be scenarios of options.scenarios. */
   scenarios?: Record<string, ScenarioSettings>;
+  /** Iterations the results' series keep one by one per scenario before they aggregate (1,000 to
+   * 10,000,000; default 100,000; about 40 bytes each). */
+  seriesLimit?: number;
 }
 
 /** Validate and install the settings (init context). Throws, naming every bad option. */
@@ -44,7 +51,12 @@ export interface ScenarioSummary {
   scope: string; input: string; regime: Regime; iterations: number; untagged: number;
   regimes: Record<Regime, Distribution>;
   class: Class; cold_end: Point | null; steady_start: Point | null; declared_at: Point | null;
-  ttss_ms: number | null; declared_after_ms: number | null; steady: boolean; relapses: number;
+  ttss_ms: number | null; declared_after_ms: number | null;
+  /** The steady gate (regime_steady): steady at the end, declared early enough (gate_fraction). */
+  steady: boolean;
+  /** Share of the scenario's time the final steady state spans (0 when not steady at the end). */
+  held_fraction: number; gate_fraction: number;
+  relapses: number;
   cold_start: { duration_ms: number; iterations: number; excess_ms: number | null };
   endpoints?: Record<string, object>;
   transitions: Array<{ endpoint: string; kind: string; from: Regime; to: Regime; index: number; boundary: number; elapsed_ms: number }>;

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
 // Tagging modes: how iterations get their regime tag.
@@ -43,15 +44,23 @@ type scenarioConfig struct {
 	Input       string          `json:"input"`
 	EndpointTag string          `json:"endpointTag"`
 	Detector    detector.Config `json:"detector"`
+	// GateFraction: the steady gate passes when the scenario ends in steady
+	// state and that steady state was declared early enough that its
+	// iterations span at least this share of the scenario's time (a steady
+	// state found in the last moments of a run is none to judge).
+	GateFraction float64 `json:"gateFraction"`
 }
 
 // config is everything regime.configure() accepts. It is immutable once the
 // first VU's init context has set it.
 type config struct {
-	Tagging   string                    `json:"tagging"`
-	Track     []string                  `json:"-"` // custom metrics aggregated by phase in the summary
-	Defaults  scenarioConfig            `json:"-"`
-	Scenarios map[string]scenarioConfig `json:"-"`
+	Tagging string `json:"tagging"`
+	// SeriesLimit is how many points the results' iteration series keep per
+	// scenario before they aggregate into buckets (results.IterSeries).
+	SeriesLimit int                       `json:"-"`
+	Track       []string                  `json:"-"` // custom metrics aggregated by phase in the summary
+	Defaults    scenarioConfig            `json:"-"`
+	Scenarios   map[string]scenarioConfig `json:"-"`
 	// names of the scenarios the script declares, from options.scenarios
 	// (just "default" when it declares none).
 	Declared []string `json:"-"`
@@ -59,15 +68,21 @@ type config struct {
 
 func defaultScenarioConfig() scenarioConfig {
 	return scenarioConfig{
-		Scope:       scopeScenario,
-		Input:       inputIteration,
-		EndpointTag: "endpoint",
-		Detector:    detector.ServiceConfig(),
+		Scope:        scopeScenario,
+		Input:        inputIteration,
+		EndpointTag:  "endpoint",
+		Detector:     detector.ServiceConfig(),
+		GateFraction: defaultGateFraction,
 	}
 }
 
+// defaultGateFraction: the final steady state must span half of the
+// scenario, as MSER-style truncation rules require of a steady state
+// (White 1997: a truncation point in the second half means no steady state).
+const defaultGateFraction = 0.5
+
 func defaultConfig() *config {
-	return &config{Tagging: taggingAuto, Defaults: defaultScenarioConfig()}
+	return &config{Tagging: taggingAuto, SeriesLimit: results.DefaultSeriesLimit, Defaults: defaultScenarioConfig()}
 }
 
 // forScenario returns the configuration of the named scenario.
@@ -80,20 +95,29 @@ func (c *config) forScenario(name string) scenarioConfig {
 
 // rawConfig is the JSON shape of the second argument of regime.configure().
 type rawConfig struct {
-	Tagging     *string                    `json:"tagging"`
-	Track       []string                   `json:"track"`
-	Scope       *string                    `json:"scope"`
-	Input       *string                    `json:"input"`
-	EndpointTag *string                    `json:"endpointTag"`
-	Detector    json.RawMessage            `json:"detector"`
-	Scenarios   map[string]json.RawMessage `json:"scenarios"`
+	Tagging      *string                    `json:"tagging"`
+	Track        []string                   `json:"track"`
+	Scope        *string                    `json:"scope"`
+	Input        *string                    `json:"input"`
+	EndpointTag  *string                    `json:"endpointTag"`
+	GateFraction *float64                   `json:"gateFraction"`
+	SeriesLimit  *int                       `json:"seriesLimit"`
+	Detector     json.RawMessage            `json:"detector"`
+	Scenarios    map[string]json.RawMessage `json:"scenarios"`
 }
 
+// Bounds of seriesLimit: every point costs about 40 bytes of memory.
+const (
+	minSeriesLimit = 1_000
+	maxSeriesLimit = 10_000_000
+)
+
 type rawScenario struct {
-	Scope       *string         `json:"scope"`
-	Input       *string         `json:"input"`
-	EndpointTag *string         `json:"endpointTag"`
-	Detector    json.RawMessage `json:"detector"`
+	Scope        *string         `json:"scope"`
+	Input        *string         `json:"input"`
+	EndpointTag  *string         `json:"endpointTag"`
+	GateFraction *float64        `json:"gateFraction"`
+	Detector     json.RawMessage `json:"detector"`
 }
 
 // parseConfig builds and validates a configuration from the script's
@@ -116,6 +140,13 @@ func parseConfig(optionsJSON, settingsJSON []byte) (*config, error) {
 		}
 	}
 	cfg.Track = raw.Track
+	if raw.SeriesLimit != nil {
+		cfg.SeriesLimit = *raw.SeriesLimit
+		if cfg.SeriesLimit < minSeriesLimit || cfg.SeriesLimit > maxSeriesLimit {
+			errs = append(errs, fmt.Errorf("option 'seriesLimit' is %d; valid values: %d to %d (iterations kept one by one "+
+				"per scenario in the results' series before they aggregate; about 40 bytes each)", cfg.SeriesLimit, minSeriesLimit, maxSeriesLimit))
+		}
+	}
 	if raw.Tagging != nil {
 		cfg.Tagging = *raw.Tagging
 		if !contains(validTagging, cfg.Tagging) {
@@ -124,7 +155,7 @@ func parseConfig(optionsJSON, settingsJSON []byte) (*config, error) {
 		}
 	}
 	errs = append(errs, applyScenario(&cfg.Defaults, "",
-		rawScenario{Scope: raw.Scope, Input: raw.Input, EndpointTag: raw.EndpointTag, Detector: raw.Detector})...)
+		rawScenario{Scope: raw.Scope, Input: raw.Input, EndpointTag: raw.EndpointTag, GateFraction: raw.GateFraction, Detector: raw.Detector})...)
 
 	names := make([]string, 0, len(raw.Scenarios))
 	for name := range raw.Scenarios {
@@ -185,7 +216,23 @@ func applyScenario(sc *scenarioConfig, prefix string, rs rawScenario) []error {
 	if sc.EndpointTag == "" {
 		errs = append(errs, fmt.Errorf("option '%sendpointTag' is empty; give the name of the tag that names endpoints", prefix))
 	}
+	if rs.GateFraction != nil {
+		sc.GateFraction = *rs.GateFraction
+		if !(sc.GateFraction >= 0 && sc.GateFraction <= 1) {
+			errs = append(errs, fmt.Errorf("option '%sgateFraction' is %v; valid values: 0 to 1 (the share of the scenario "+
+				"the final steady state must span; 0 only asks that the scenario ends steady)", prefix, sc.GateFraction))
+		}
+	}
 	if len(bytes.TrimSpace(rs.Detector)) > 0 && string(bytes.TrimSpace(rs.Detector)) != "null" {
+		// a detector object naming its method starts from that method's preset
+		var m struct {
+			Method *string `json:"method"`
+		}
+		if json.Unmarshal(rs.Detector, &m) == nil && m.Method != nil {
+			if mk, ok := detector.Presets[*m.Method]; ok && *m.Method != sc.Detector.Method {
+				sc.Detector = mk()
+			}
+		}
 		if err := strictUnmarshal(rs.Detector, &sc.Detector); err != nil {
 			errs = append(errs, fmt.Errorf("option '%sdetector': %w", prefix, err))
 		}

@@ -210,6 +210,7 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 	if err := mi.rs.setConfig(cfg); err != nil {
 		return err
 	}
+	mi.root.rec.setSeriesLimit(cfg.SeriesLimit)
 	mi.root.cfgJSON = key
 	return mi.applyTagging(cfg)
 }
@@ -276,7 +277,9 @@ func (mi *moduleInstance) observe(value float64) error {
 			ss.Name, st.cfg.Input, inputObserve)
 	}
 	st.mu.Lock()
-	st.observe(mi.rs, "", time.Now(), value)
+	if !st.frozen {
+		st.observe(mi.rs, "", time.Now(), value)
+	}
 	pending := st.coldCount != st.coldPushed
 	st.mu.Unlock()
 	if pending {

@@ -56,6 +56,14 @@ func newRecorder(seriesLimit int) *recorder {
 	return &recorder{scenarios: map[string]*recordedScenario{}, probe: results.NewProbe(), seriesLimit: seriesLimit}
 }
 
+// setSeriesLimit sets the points kept per scenario series; series created
+// before (none: configure runs in the init context) keep theirs.
+func (r *recorder) setSeriesLimit(n int) {
+	r.mu.Lock()
+	r.seriesLimit = n
+	r.mu.Unlock()
+}
+
 func (r *recorder) scenario(name string) *recordedScenario {
 	sc := r.scenarios[name]
 	if sc == nil {

@@ -316,10 +316,10 @@ func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
 		rs.ingested.Add(1)
 		idx, tag := st.account(s)
 		rs.eachObserver(func(o observer) { o.iteration(st.name, idx, tag, s.Time, s.Value) })
-		if st.cfg.Input == inputIteration {
+		if st.cfg.Input == inputIteration && !st.frozen {
 			st.observe(rs, "", s.Time, s.Value)
 		}
-	} else {
+	} else if !st.frozen {
 		endpoint, _ := s.Tags.Get(st.cfg.EndpointTag)
 		st.observe(rs, endpoint, s.Time, s.Value)
 	}
@@ -587,18 +587,24 @@ func (rs *runState) testEnd() {
 	for _, name := range rs.knownScenarios() {
 		st := rs.scenario(name)
 		st.mu.Lock()
-		held := st.steadyHeld()
-		reached := st.ttssPushed
+		// the verdict is final: later samples no longer move the detectors
+		g := st.verdict()
+		g.judged = true
+		st.gate, st.frozen = g, true
+		gateFraction := st.cfg.GateFraction
 		v := 0.0
-		if held {
+		if g.held {
 			v = 1
 		}
 		s := rs.sample(rs.m.steady, st, now, v)
 		st.mu.Unlock()
 		*out <- metrics.Samples{s}
 		switch {
-		case held:
-		case reached:
+		case g.held:
+		case g.steadyAtEnd:
+			rs.logger.Warnf("regime: steady state was reached but not held to the end in %s: the final steady state "+
+				"spans %.0f%% of the scenario, the gate needs %.0f%% (gateFraction)", name, 100*g.fraction, 100*gateFraction)
+		case g.reached:
 			rs.logger.Warnf("regime: steady state was reached but not held to the end in %s (it relapsed)", name)
 		default:
 			rs.logger.Warnf("regime: steady state was never reached in %s", name)

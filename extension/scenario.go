@@ -65,6 +65,55 @@ type scenarioState struct {
 	relapses                int64
 	transitions             []transitionRecord
 	droppedTransitions      int64
+
+	// frozen is set when the steady gate is judged (k6's TestEnd): samples
+	// the metrics engine delivers later are counted and recorded but no
+	// longer observed, so that the gate, summary() and the saved results
+	// tell the same story.
+	frozen bool
+	gate   gateVerdict
+}
+
+// gateVerdict is the steady gate of a scenario.
+type gateVerdict struct {
+	judged bool // at TestEnd; before it, the verdict of the run so far
+	// held: steady at the end, declared early enough (GateFraction)
+	held bool
+	// reached: steady state was declared at some point
+	reached bool
+	// steadyAtEnd: every detector of the scenario is steady
+	steadyAtEnd bool
+	// fraction of the scenario's time the final steady state spans (0 when
+	// not steady at the end)
+	fraction float64
+}
+
+// verdict judges the steady gate on what the detectors have seen. Callers
+// hold s.mu.
+func (s *scenarioState) verdict() gateVerdict {
+	if s.gate.judged {
+		return s.gate
+	}
+	v := gateVerdict{reached: s.ttssPushed, steadyAtEnd: s.steadyHeld()}
+	if v.steadyAtEnd {
+		start := s.start
+		if start.IsZero() || (!s.firstSeen.IsZero() && s.firstSeen.After(start)) {
+			start = s.firstSeen
+		}
+		var declared int64
+		for _, sc := range s.scopes {
+			if p := sc.det.Snapshot().DeclaredAt; p != nil && p.Time > declared {
+				declared = p.Time
+			}
+		}
+		span := s.lastSeen.Sub(start)
+		if span > 0 {
+			v.fraction = float64(s.lastSeen.UnixNano()-declared) / float64(span)
+			v.fraction = min(max(v.fraction, 0), 1)
+		}
+		v.held = v.fraction >= s.cfg.GateFraction
+	}
+	return v
 }
 
 func newScenarioState(name string, cfg scenarioConfig) *scenarioState {

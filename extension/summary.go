@@ -68,8 +68,11 @@ func (st *scenarioState) summary() map[string]any {
 		"relapses":          st.relapses,
 		"ttss_ms":           nil,
 		"declared_after_ms": nil,
-		"steady":            st.steadyHeld(),
 	}
+	g := st.verdict()
+	out["steady"] = g.held
+	out["held_fraction"] = g.fraction
+	out["gate_fraction"] = st.cfg.GateFraction
 	if st.ttssPushed {
 		out["ttss_ms"] = ms(st.ttss)
 		out["declared_after_ms"] = ms(st.declaredAfter)

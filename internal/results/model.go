@@ -63,13 +63,18 @@ type Summary struct {
 // Scenario is what the detectors found in one scenario, with the iteration
 // duration distribution of each regime.
 type Scenario struct {
-	Scope      string `json:"scope,omitempty"`
-	Input      string `json:"input,omitempty"`
-	Class      string `json:"class"`
-	Regime     string `json:"regime"` // at the end of the run
-	Steady     bool   `json:"steady"` // steady state reached and held to the end
-	Iterations int64  `json:"iterations"`
-	Untagged   int64  `json:"untagged"`
+	Scope  string `json:"scope,omitempty"`
+	Input  string `json:"input,omitempty"`
+	Class  string `json:"class"`
+	Regime string `json:"regime"` // at the end of the run
+	Steady bool   `json:"steady"` // the steady gate: steady state reached and held to the end
+	// HeldFraction is the share of the scenario's time the final steady
+	// state spans (0 when not steady at the end); the gate needs
+	// GateFraction of it.
+	HeldFraction float64 `json:"held_fraction"`
+	GateFraction float64 `json:"gate_fraction"`
+	Iterations   int64   `json:"iterations"`
+	Untagged     int64   `json:"untagged"`
 	// TTSSMs is the time to steady state: from the scenario start to the
 	// (retroactive) start of the steady segment; nil when never reached.
 	TTSSMs          *float64 `json:"ttss_ms"`

@@ -5,14 +5,15 @@ import (
 	"strings"
 )
 
-// TextTable is the console regime table: per scenario TTSS, cold-start
-// cost, steady p50/p95/p99 (iteration duration, ms) and class; then the
+// TextTable is the console regime table: per scenario the class, the steady
+// gate's verdict (held, never-reached, not-held), TTSS, cold-start cost,
+// steady p50/p95/p99 (iteration duration, ms) and relapses; then the
 // environment warnings.
 func TextTable(s *Summary) string {
 	var b strings.Builder
 	b.WriteString("Regimes per scenario (iteration duration, ms; steady figures exclude cold and warm-up):\n")
-	fmt.Fprintf(&b, "  %-16s %-16s %7s %7s %8s %9s %10s %12s %10s %9s %9s %8s\n",
-		"scenario", "class", "cold", "warmup", "steady", "TTSS ms", "warm-up ms", "cold cost ms", "steady p50", "p95", "p99", "relapses")
+	fmt.Fprintf(&b, "  %-16s %-16s %-13s %7s %7s %8s %9s %10s %12s %10s %9s %9s %8s\n",
+		"scenario", "class", "steady-state", "cold", "warmup", "steady", "TTSS ms", "warm-up ms", "cold cost ms", "steady p50", "p95", "p99", "relapses")
 	for _, name := range s.SortedScenarios() {
 		sc := s.Scenarios[name]
 		get := func(r string) *Dist {
@@ -28,8 +29,8 @@ func TextTable(s *Summary) string {
 			}
 			return fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(&b, "  %-16s %-16s %7d %7d %8d %9s %10s %12.0f %10s %9s %9s %8d\n",
-			name, sc.Class, get("cold").Count, get("warmup").Count, st.Count, fmtMs(sc.TTSSMs, 0), fmtMs(sc.WarmupMs, 0),
+		fmt.Fprintf(&b, "  %-16s %-16s %-13s %7d %7d %8d %9s %10s %12.0f %10s %9s %9s %8d\n",
+			name, sc.Class, sc.GateVerdict(), get("cold").Count, get("warmup").Count, st.Count, fmtMs(sc.TTSSMs, 0), fmtMs(sc.WarmupMs, 0),
 			sc.ColdStart.DurationMs, q(st.P50), q(st.P95), q(st.P99), sc.Relapses)
 	}
 	warnings := append(append([]string(nil), s.Environment.Warnings...), s.Warnings...)
@@ -37,4 +38,17 @@ func TextTable(s *Summary) string {
 		fmt.Fprintf(&b, "  WARNING: %s\n", w)
 	}
 	return b.String()
+}
+
+// GateVerdict is the steady gate's verdict on the scenario, as k6's
+// regime_steady metric judges it: "held" (steady state reached and held to
+// the end), "not-held" (reached, then lost) or "never-reached".
+func (sc *Scenario) GateVerdict() string {
+	switch {
+	case sc.Steady:
+		return "held"
+	case sc.TTSSMs != nil || sc.Relapses > 0:
+		return "not-held"
+	}
+	return "never-reached"
 }
