@@ -28,12 +28,15 @@ import (
 
 // options are the command's own flags besides the detector config.
 type options struct {
-	column   string
-	group    string
-	timeCol  string
-	timeUnit string
-	preset   string
-	cfg      detector.Config
+	column      string
+	group       string
+	timeCol     string
+	timeUnit    string
+	preset      string
+	tagsPath    string
+	noHindsight bool
+	cfg         detector.Config
+	tags        *tagWriter
 }
 
 // NewCommand returns the `detect` cobra command writing results to stdout
@@ -46,8 +49,10 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Find cold end, warm-up and steady state in CSV series",
 		Long: `Runs the steady-state detector over numeric columns of CSV files (gzip is
 detected by the .gz suffix or the gzip magic bytes). One series is one file, or
-one value of the --group column within a file, in file order. Prints one JSON
-object per series; observation indexes are 0-based within the series.`,
+one value of the --group column within a file, in file order; lines starting
+with # are comments (so a results folder's series/iterations-*.csv reads as
+is). Prints one JSON object per series; observation indexes are 0-based within
+the series. --tags writes every observation's online tag.`,
 		Args:          cobra.MinimumNArgs(1),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -67,12 +72,24 @@ object per series; observation indexes are 0-based within the series.`,
 			default:
 				return fmt.Errorf("--time-unit must be one of ns, us, ms, s; got %q", o.timeUnit)
 			}
+			if o.tagsPath != "" {
+				tw, err := newTagWriter(o.tagsPath)
+				if err != nil {
+					return fmt.Errorf("--tags: %w", err)
+				}
+				o.tags = tw
+			}
 			failed := 0
 			enc := json.NewEncoder(stdout)
 			for _, f := range args {
 				if err := o.processFile(f, enc); err != nil {
 					fmt.Fprintf(stderr, "detect: %s: %v\n", f, err)
 					failed++
+				}
+			}
+			if o.tags != nil {
+				if err := o.tags.close(); err != nil {
+					return fmt.Errorf("--tags %s: %w", o.tagsPath, err)
 				}
 			}
 			if failed > 0 {
@@ -90,6 +107,10 @@ object per series; observation indexes are 0-based within the series.`,
 	fs.StringVar(&o.timeUnit, "time-unit", "s", "unit of the --time column: ns, us, ms or s")
 	fs.StringVar(&o.preset, "preset", "benchmark",
 		"defaults to start from: benchmark (microbenchmark series, e.g. JMH) or service (load-test latency, the k6 extension's default)")
+	fs.StringVar(&o.tagsPath, "tags", "",
+		"write every observation's online tag to this CSV file (file,group,index,time,value,regime): the regime in force when it arrived")
+	fs.BoolVar(&o.noHindsight, "no-hindsight", false,
+		"skip the end-of-run refinement (its object is null); it costs up to seconds per series")
 	addConfigFlags(fs, &o.cfg)
 	return cmd
 }
@@ -142,6 +163,8 @@ func addConfigFlags(fs *pflag.FlagSet, cfg *detector.Config) {
 		usage := "detector option " + tag
 		p := v.Field(i).Addr().Interface()
 		switch p := p.(type) {
+		case *string:
+			fs.StringVar(p, name, *p, usage)
 		case *int:
 			fs.IntVar(p, name, *p, usage)
 		case *bool:
@@ -170,7 +193,7 @@ type result struct {
 	Windows     int              `json:"windows"`
 	Counts      map[string]int64 `json:"counts"`
 	OutOfRange  int64            `json:"out_of_range"`
-	Hindsight   hindsight        `json:"hindsight"`
+	Hindsight   *hindsight       `json:"hindsight"`
 	Params      detector.Config  `json:"params"`
 }
 
@@ -214,6 +237,7 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1
+	cr.Comment = '#' // e.g. the first line of a results folder's series/*.csv
 	header, err := cr.Read()
 	if err == io.EOF {
 		return errors.New("empty file (no header)")
@@ -296,7 +320,10 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 			}
 			t = int64(tv * unit)
 		}
-		cur.det.Observe(t, v)
+		r := cur.det.Observe(t, v)
+		if o.tags != nil {
+			o.tags.write(path, key, grp >= 0, cur.n, t, rec[col], r)
+		}
 		cur.n++
 	}
 	if len(order) == 0 {
@@ -309,7 +336,7 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, s := range order {
-		if s.n == 0 {
+		if s.n == 0 || o.noHindsight {
 			continue
 		}
 		wg.Add(1)
@@ -330,13 +357,16 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 		if hindErr[i] != nil {
 			return hindErr[i] // cannot happen: detect never sets DropTrace
 		}
-		hs := hind[i]
+		var hs *hindsight
+		if !o.noHindsight {
+			hs = &hindsight{SteadyStart: idx(hind[i].SteadyStart), Class: hind[i].Class.String()}
+		}
 		res := result{
 			File: path, N: snap.N, ColdEnd: idx(snap.ColdEnd), SteadyStart: idx(snap.SteadyStart),
 			DeclaredAt: idx(snap.DeclaredAt), Regime: snap.Regime.String(), Class: snap.Class.String(),
 			Relapses: len(snap.Relapses), Windows: snap.Windows, OutOfRange: snap.OutOfRange,
 			Counts:    map[string]int64{"cold": snap.Counts[0], "warmup": snap.Counts[1], "steady": snap.Counts[2]},
-			Hindsight: hindsight{SteadyStart: idx(hs.SteadyStart), Class: hs.Class.String()},
+			Hindsight: hs,
 			Params:    o.cfg,
 		}
 		if grp >= 0 {
@@ -348,4 +378,60 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// tagWriter writes the --tags CSV: one row per observation with the regime
+// it was counted in (the regime in force when it arrived).
+type tagWriter struct {
+	f   *os.File
+	w   *bufio.Writer
+	buf []byte
+}
+
+func newTagWriter(path string) (*tagWriter, error) {
+	f, err := os.Create(path) //nolint:gosec // the user's output file
+	if err != nil {
+		return nil, err
+	}
+	tw := &tagWriter{f: f, w: bufio.NewWriterSize(f, 1<<16)}
+	_, err = tw.w.WriteString("file,group,index,time,value,regime\n")
+	return tw, err
+}
+
+func (tw *tagWriter) write(file, group string, grouped bool, index, t int64, value string, r detector.Regime) {
+	b := tw.buf[:0]
+	b = csvField(b, file)
+	b = append(b, ',')
+	if grouped {
+		b = csvField(b, group)
+	}
+	b = append(b, ',')
+	b = strconv.AppendInt(b, index, 10)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, t, 10)
+	b = append(b, ',')
+	b = csvField(b, strings.TrimSpace(value))
+	b = append(b, ',')
+	b = append(b, r.String()...)
+	b = append(b, '\n')
+	tw.buf = b
+	_, _ = tw.w.Write(b) // the error surfaces at close (bufio keeps it)
+}
+
+// csvField appends s, quoted when it holds a comma, quote or line break.
+func csvField(b []byte, s string) []byte {
+	if !strings.ContainsAny(s, ",\"\r\n") {
+		return append(b, s...)
+	}
+	b = append(b, '"')
+	b = append(b, strings.ReplaceAll(s, `"`, `""`)...)
+	return append(b, '"')
+}
+
+func (tw *tagWriter) close() error {
+	err := tw.w.Flush()
+	if cerr := tw.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -196,3 +196,65 @@ func TestCommandHasEveryConfigFlag(t *testing.T) {
 		require.NotNil(t, cmd.Flags().Lookup(name), name)
 	}
 }
+
+// TestTagsAndNoHindsight: --tags writes one row per observation with the
+// regime it was counted in, consistent with the JSON line's counts and
+// transitions; --no-hindsight skips the refinement (hindsight null); a
+// results folder's series file (a # comment first) reads as is, with
+// --preset service and its timestamps.
+func TestTagsAndNoHindsight(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("# xk6-regime iteration series of scenario live: every iteration (12000), in arrival order; end_ms is Unix ms\n")
+	b.WriteString("index,n,end_ms,min_ms,median_ms,max_ms,regime\n")
+	for i := range 12000 { // 500 a second for 24 s: 4 ms, then 2 ms after 4 s
+		v := 2.0 * (1 + 0.05*math.Sin(float64(i)*1.3))
+		if i < 2000 {
+			v *= 2
+		}
+		fmt.Fprintf(&b, "%d,1,%.3f,%g,%g,%g,steady\n", i, 1.7e12+float64(i)*2, v, v, v)
+	}
+	in := writeFile(t, dir, "iterations-live.csv", b.String(), false)
+	tags := filepath.Join(dir, "tags.csv")
+	var stdout, stderr bytes.Buffer
+	code := Run([]string{"--preset", "service", "--time", "end_ms", "--time-unit", "ms", "--column", "median_ms",
+		"--no-hindsight", "--tags", tags, in}, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	var l struct {
+		line
+		Counts map[string]int64 `json:"counts"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &l))
+	require.Nil(t, l.Hindsight, "--no-hindsight: the refinement is skipped")
+	require.NotNil(t, l.SteadyStart)
+	require.Equal(t, "warmup", l.Class)
+
+	raw, err := os.ReadFile(tags)
+	require.NoError(t, err)
+	rows := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	require.Equal(t, "file,group,index,time,value,regime", rows[0])
+	require.Len(t, rows, 12001)
+	counts := map[string]int64{}
+	firstSteady := -1
+	for i, r := range rows[1:] {
+		f := strings.Split(r, ",")
+		require.Len(t, f, 6)
+		require.Equal(t, in, f[0])
+		require.Equal(t, fmt.Sprint(i), f[2])
+		counts[f[5]]++
+		if f[5] == "steady" && firstSteady < 0 {
+			firstSteady = i
+		}
+	}
+	require.Equal(t, l.Counts, counts, "the tags sum to the counts of the JSON line")
+	require.Equal(t, *l.DeclaredAt+1, int64(firstSteady), "the first steady tag follows the declaration")
+	require.Greater(t, firstSteady, 2000, "no steady tag on the 4 ms level")
+
+	// a bad --tags path is an error naming the option
+	stdout.Reset()
+	stderr.Reset()
+	code = Run([]string{"--tags", filepath.Join(dir, "missing", "t.csv"), in}, &stdout, &stderr)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr.String(), "--tags")
+}
