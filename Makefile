@@ -69,6 +69,18 @@ accuracy: build
 	$(K6) x regime detect --group fork --column seconds_per_op $(CORPUS)/series/*.csv.gz > .cache/accuracy.jsonl && \
 	$(GO) run ./tools/accuracy -corpus $(CORPUS) -detect-output .cache/accuracy.jsonl
 
+## live: the live tag-quality harness (real Go, Node, JVM, demo, demo + PostgreSQL, slowdown, drift and step services driven by ./k6, judged against an offline reference; LIVE_RUNS=5, LIVE_CASES=all, about 2 h)
+LIVE_RUNS ?= 5
+LIVE_CASES ?= all
+.PHONY: live
+live: build build-demo
+	$(GO) run ./live/cmd/live -runs $(LIVE_RUNS) -cases $(LIVE_CASES)
+
+## live-short: the short form of the harness (the flat control and a JIT warm-up service, 60 s each; make test runs it)
+.PHONY: live-short
+live-short: build build-demo
+	$(GO) run ./live/cmd/live -runs 1 -cases short
+
 ## demo: build, start the demo service on 127.0.0.1, run scenarios/combined.js (PROFILE=short), write results/, stop
 .PHONY: demo
 demo: build build-demo

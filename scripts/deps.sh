@@ -8,6 +8,9 @@ need_apt=()
 [ -x /usr/lib/postgresql/15/bin/initdb ] || need_apt+=(postgresql)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# the live harness's JIT services: a JDK (javac, java) and Node.js
+command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

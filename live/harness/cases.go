@@ -1,0 +1,162 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Case is one live case: a service, a load model, and what it must show.
+type Case struct {
+	Name    string
+	Service Service
+	Load    Load
+	Kind    Kind
+	// Settings is the regime.configure settings JSON ("" = the defaults,
+	// which is what the harness judges).
+	Settings string
+}
+
+// Open is the open model of the harness: constant-arrival-rate, the rate
+// these 2 cores sustain for k6 and each service together.
+func Open(d time.Duration) Load { return Load{Model: "open", Rate: 500, Duration: d} }
+
+// Closed is the closed model: vus VUs share iterations, bounded in time.
+func Closed(vus, iterations int, limit time.Duration) Load {
+	return Load{Model: "closed", VUs: vus, Iterations: iterations, MaxDuration: limit}
+}
+
+// Services of the harness.
+var (
+	GoFlat   = Service{Name: "go-flat", Kind: "gosvc", Args: []string{"-mode", "flat"}}
+	Node     = Service{Name: "node", Kind: "node"}
+	JVMSha   = Service{Name: "jvm-sha", Kind: "jvm", Args: []string{"--mix", "sha"}}
+	JVMMixed = Service{Name: "jvm-mixed", Kind: "jvm", Args: []string{"--mix", "mixed"}}
+	Slowdown = Service{Name: "slowdown", Kind: "gosvc", Args: []string{"-mode", "slowdown"}}
+	Drift    = Service{Name: "drift", Kind: "gosvc", Args: []string{"-mode", "drift"}}
+	Step     = Service{Name: "step", Kind: "gosvc", Args: []string{"-mode", "step"}}
+	Demo     = Service{Name: "demo", Kind: "demo", Workload: "demo"}
+	DemoPG   = Service{Name: "demo-pg", Kind: "demo", Workload: "demo", Postgres: true}
+)
+
+// How long the cases run: the open model for OpenDuration; the closed model
+// until ClosedDuration, its iteration count set beyond what these cores
+// reach in that time (the script keeps every iteration: seriesLimit 1M).
+const (
+	OpenDuration   = 90 * time.Second
+	ClosedDuration = 60 * time.Second
+)
+
+// AllCases is the full harness (`make live`).
+func AllCases() []Case {
+	open := Open(OpenDuration)
+	return []Case{
+		{Name: "go-flat/open", Service: GoFlat, Load: open, Kind: KindFlat},
+		{Name: "demo/open", Service: Demo, Load: open, Kind: KindWarmup},
+		{Name: "demo-pg/open", Service: DemoPG, Load: open, Kind: KindWarmup},
+		{Name: "node/open", Service: Node, Load: open, Kind: KindWarmup},
+		{Name: "jvm-sha/open", Service: JVMSha, Load: open, Kind: KindWarmup},
+		{Name: "jvm-mixed/open", Service: JVMMixed, Load: open, Kind: KindWarmup},
+		{Name: "slowdown/open", Service: Slowdown, Load: open, Kind: KindSlowdown},
+		{Name: "drift/open", Service: Drift, Load: open, Kind: KindNeverSettles},
+		{Name: "step/open", Service: Step, Load: open, Kind: KindStep},
+		{Name: "go-flat/closed-1", Service: GoFlat, Load: Closed(1, 900_000, ClosedDuration), Kind: KindFlat},
+		{Name: "go-flat/closed-4", Service: GoFlat, Load: Closed(4, 900_000, ClosedDuration), Kind: KindFlat},
+		{Name: "jvm-mixed/closed-1", Service: JVMMixed, Load: Closed(1, 900_000, ClosedDuration), Kind: KindWarmup},
+		{Name: "jvm-mixed/closed-4", Service: JVMMixed, Load: Closed(4, 900_000, ClosedDuration), Kind: KindWarmup},
+		{Name: "node/closed-4", Service: Node, Load: Closed(4, 900_000, ClosedDuration), Kind: KindWarmup},
+	}
+}
+
+// ShortCases is the short form `make test` runs: the flat control and one
+// warm-up service, open model, 60 s each.
+func ShortCases() []Case {
+	open := Open(60 * time.Second)
+	return []Case{
+		{Name: "go-flat/open-60s", Service: GoFlat, Load: open, Kind: KindFlat},
+		{Name: "jvm-sha/open-60s", Service: JVMSha, Load: open, Kind: KindWarmup},
+	}
+}
+
+// SelectCases picks cases by name (comma-separated, "all" or "short"); an
+// unknown name is an error listing the valid ones.
+func SelectCases(spec string) ([]Case, error) {
+	switch spec {
+	case "", "all":
+		return AllCases(), nil
+	case "short":
+		return ShortCases(), nil
+	}
+	byName := map[string]Case{}
+	var names []string
+	for _, c := range append(AllCases(), ShortCases()...) {
+		byName[c.Name] = c
+		names = append(names, c.Name)
+	}
+	var out []Case
+	for _, n := range strings.Split(spec, ",") {
+		n = strings.TrimSpace(n)
+		c, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("-cases: unknown case %q; valid: all, short, %s", n, strings.Join(names, ", "))
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// RunCase starts the case's service, runs k6 against it once, stops the
+// service and judges the run. outDir receives the results folder.
+func (e *Env) RunCase(ctx context.Context, c Case, run int, outDir string) (*Figures, error) {
+	svc, err := e.start(ctx, c.Service)
+	if err != nil {
+		return nil, err
+	}
+	e.logf("%s run %d: %s on %s, %s", c.Name, run, c.Service.Name, svc.addr, c.Load)
+	testid := fmt.Sprintf("%s-r%d", strings.NewReplacer("/", "-").Replace(c.Name), run)
+	out, err := e.runK6(ctx, c, svc.addr, outDir, testid)
+	svc.stop()
+	if err != nil {
+		return nil, fmt.Errorf("%s run %d: %w", c.Name, run, err)
+	}
+	f := Judge(c, run, out)
+	// what Rejudge needs besides the results folder
+	for name, text := range map[string]string{"service.log": svc.log.String(), "k6.stdout": out.Stdout, "k6.stderr": out.Stderr,
+		"k6.exit": fmt.Sprintf("%d\n", out.ExitCode)} {
+		if err := os.WriteFile(filepath.Join(out.Dir, name), []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// Rejudge recomputes the figures of a run from its results folder (what
+// RunCase saved), e.g. after the reference changed.
+func Rejudge(c Case, run int, dir string) (*Figures, error) {
+	read := func(name string) (string, error) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		return string(b), err
+	}
+	out := &RunOutput{Dir: dir}
+	var err error
+	if out.Stdout, err = read("k6.stdout"); err != nil {
+		return nil, err
+	}
+	if out.Stderr, err = read("k6.stderr"); err != nil {
+		return nil, err
+	}
+	code, err := read("k6.exit")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Sscanf(code, "%d", &out.ExitCode); err != nil {
+		return nil, fmt.Errorf("%s: k6.exit: %w", dir, err)
+	}
+	if err := out.load(); err != nil {
+		return nil, err
+	}
+	return Judge(c, run, out), nil
+}

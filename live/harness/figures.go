@@ -1,0 +1,335 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/xk6-regime/xk6-regime/internal/results"
+)
+
+// Figures are what one live run shows: the online tags and the gate, judged
+// against the offline reference and beside the schedule-cut baseline.
+type Figures struct {
+	Case string `json:"case"`
+	Run  int    `json:"run"`
+
+	ExitCode int `json:"exit_code"`
+	// Verdict is the steady gate's: held, never reached, or reached but not held.
+	Verdict string `json:"verdict"`
+	// Inconsistencies lists where the exit code, regime_steady, the text
+	// summary, summary() and summary.json disagree (empty when they agree).
+	Inconsistencies []string `json:"inconsistencies"`
+	Relapses        int64    `json:"relapses"`
+	// DeclaredAfter is when steady state was first declared, seconds after
+	// the scenario start (nil: never); TTSS the online steady start.
+	DeclaredAfter *float64 `json:"declared_after_s"`
+	TTSS          *float64 `json:"ttss_s"`
+
+	Ref        Reference `json:"reference"`
+	Iterations int       `json:"iterations"`
+	Duration   float64   `json:"duration_s"`
+
+	// Online tags against the reference (nil where undefined).
+	Online Quality `json:"online"`
+	// The baseline: everything after the first sixth of the run is steady.
+	Baseline Quality `json:"baseline"`
+
+	// StepViolations (step cases): steady-tagged iterations that started
+	// before the service's latency dropped.
+	StepViolations int `json:"step_violations,omitempty"`
+
+	Checks []Check `json:"checks"`
+	Dir    string  `json:"dir"`
+}
+
+// Quality compares a set of iterations called steady with the reference.
+type Quality struct {
+	// Contamination is the share of the iterations called steady that
+	// started before the reference boundary (all of them when the reference
+	// finds no steady state).
+	Contamination *float64 `json:"contamination"`
+	// Coverage is the share of the reference's steady iterations called steady.
+	Coverage *float64 `json:"coverage"`
+	// P99Distortion is p99(called steady) / p99(reference steady) - 1.
+	P99Distortion *float64 `json:"p99_distortion"`
+	// TTSSError is the online steady start minus the reference boundary, s.
+	TTSSError *float64 `json:"ttss_error_s,omitempty"`
+	Steady    int      `json:"steady"`
+}
+
+// Check is one must-show condition of a case on one run.
+type Check struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	Got  string `json:"got"`
+}
+
+// Kind is what a case must show.
+type Kind string
+
+// Kinds of cases.
+const (
+	KindFlat         Kind = "flat"          // 0 relapses, steady declared within 10 s
+	KindWarmup       Kind = "warmup"        // exit 0, <= 1 relapse, contamination <= 2%, coverage >= 80%, |p99| <= 10%
+	KindNeverSettles Kind = "never-settles" // exit 99, "never reached" or "reached but not held"
+	KindSlowdown     Kind = "slowdown"      // exit 99, "reached but not held" (or never reached)
+	KindStep         Kind = "step"          // no steady tag before the drop
+)
+
+// Targets of the must-show checks.
+const (
+	FlatDeclareWithin = 10.0 // s
+	MaxContamination  = 0.02
+	MinCoverage       = 0.80
+	MaxP99Distortion  = 0.10
+	MaxWarmupRelapses = 1
+	stepDropMs        = 20.0 // an iteration faster than this is after the step's drop
+)
+
+func ptr(v float64) *float64 { return &v }
+
+// p99 of v (nearest rank).
+func p99(v []float64) float64 {
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	k := int(math.Ceil(0.99*float64(len(s)))) - 1
+	return s[max(k, 0)]
+}
+
+// quality judges the iterations for which steady(i) is true.
+func quality(it []Iteration, ref Reference, steady func(int) bool) Quality {
+	var q Quality
+	var tagged, refSteady, both []float64
+	before := 0
+	for i, x := range it {
+		s := steady(i)
+		r := ref.Steady && x.Start >= ref.Boundary
+		if s {
+			tagged = append(tagged, x.Ms)
+			if !r {
+				before++
+			}
+		}
+		if r {
+			refSteady = append(refSteady, x.Ms)
+			if s {
+				both = append(both, x.Ms)
+			}
+		}
+	}
+	q.Steady = len(tagged)
+	if len(tagged) > 0 {
+		q.Contamination = ptr(float64(before) / float64(len(tagged)))
+	} else if ref.Steady {
+		q.Contamination = ptr(0)
+	}
+	if ref.Steady && len(refSteady) > 0 {
+		q.Coverage = ptr(float64(len(both)) / float64(len(refSteady)))
+		if len(tagged) >= 100 {
+			q.P99Distortion = ptr(p99(tagged)/p99(refSteady) - 1)
+		}
+	}
+	return q
+}
+
+// Judge computes the figures of one run of a case.
+func Judge(c Case, run int, out *RunOutput) *Figures {
+	f := &Figures{Case: c.Name, Run: run, ExitCode: out.ExitCode, Dir: out.Dir, Iterations: len(out.Series)}
+	it := out.Series
+	for _, x := range it {
+		f.Duration = max(f.Duration, x.Start)
+	}
+	f.Ref = ComputeReference(it)
+	sc := out.Run.Summary.Scenarios[scenarioName]
+	if sc != nil {
+		f.Relapses = sc.Relapses
+		if sc.DeclaredAfterMs != nil {
+			f.DeclaredAfter = ptr(*sc.DeclaredAfterMs / 1000)
+		}
+		if sc.TTSSMs != nil {
+			f.TTSS = ptr(*sc.TTSSMs / 1000)
+		}
+	}
+	f.Online = quality(it, f.Ref, func(i int) bool { return it[i].Regime == "steady" })
+	if f.TTSS != nil && f.Ref.Steady {
+		f.Online.TTSSError = ptr(*f.TTSS - f.Ref.Boundary)
+	}
+	cut := f.Duration / 6
+	f.Baseline = quality(it, f.Ref, func(i int) bool { return it[i].Start >= cut })
+	never, notHeld := verdictLines(out.Stderr)
+	switch {
+	case out.ExitCode == 0:
+		f.Verdict = "held"
+	case never:
+		f.Verdict = "never reached"
+	case notHeld:
+		f.Verdict = "reached but not held"
+	default:
+		f.Verdict = "failed (no reason printed)"
+	}
+	f.Inconsistencies = consistency(out, sc, never, notHeld)
+	if c.Kind == KindStep {
+		drop := math.Inf(1)
+		for _, x := range it {
+			if x.Ms < stepDropMs && x.Start < drop {
+				drop = x.Start
+			}
+		}
+		for _, x := range it {
+			if x.Regime == "steady" && x.Start < drop {
+				f.StepViolations++
+			}
+		}
+	}
+	f.Checks = checks(c, f)
+	return f
+}
+
+// consistency lists where the run's accounts of the steady gate disagree:
+// k6's exit code and log line, the regime_steady metric, the text summary's
+// gate column, summary() (regime-summary.json) and summary.json; and where
+// their relapse counts differ.
+func consistency(out *RunOutput, sc *results.Scenario, never, notHeld bool) []string {
+	var bad []string
+	exitHeld := out.ExitCode == 0
+	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	if sc == nil {
+		return []string{"summary.json has no scenario " + scenarioName}
+	}
+	if sc.Steady != exitHeld {
+		add("exit code %d but summary.json steady=%v", out.ExitCode, sc.Steady)
+	}
+	switch {
+	case out.SteadyGate == nil:
+		add("k6 reported no regime_steady{scenario:%s}", scenarioName)
+	case (*out.SteadyGate == 1) != exitHeld:
+		add("exit code %d but regime_steady rate %g", out.ExitCode, *out.SteadyGate)
+	}
+	if !exitHeld && !never && !notHeld {
+		add("exit code %d without a 'never reached' or 'not held' log line", out.ExitCode)
+	}
+	if exitHeld && (never || notHeld) {
+		add("exit code 0 with a failed-gate log line")
+	}
+	if js, err := readJSSummary(out.Dir); err != nil {
+		add("summary(): %v", err)
+	} else {
+		if js.Steady != sc.Steady {
+			add("summary() steady=%v but summary.json steady=%v", js.Steady, sc.Steady)
+		}
+		if js.Relapses != sc.Relapses {
+			add("summary() relapses=%d but summary.json %d", js.Relapses, sc.Relapses)
+		}
+	}
+	gate, relapses, err := textRow(out.Stdout)
+	if err != nil {
+		add("text summary: %v", err)
+	} else {
+		if (gate == "held") != exitHeld {
+			add("exit code %d but the text summary says %q", out.ExitCode, gate)
+		}
+		if relapses != sc.Relapses {
+			add("text summary relapses=%d but summary.json %d", relapses, sc.Relapses)
+		}
+	}
+	return bad
+}
+
+// readJSSummary reads what regime.summary() returned (the script saves it).
+func readJSSummary(dir string) (struct {
+	Steady   bool  `json:"steady"`
+	Relapses int64 `json:"relapses"`
+}, error) {
+	var v struct {
+		Scenarios map[string]struct {
+			Steady   bool  `json:"steady"`
+			Relapses int64 `json:"relapses"`
+		} `json:"scenarios"`
+	}
+	var zero struct {
+		Steady   bool  `json:"steady"`
+		Relapses int64 `json:"relapses"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "regime-summary.json"))
+	if err != nil {
+		return zero, err
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return zero, err
+	}
+	sc, ok := v.Scenarios[scenarioName]
+	if !ok {
+		return zero, fmt.Errorf("no scenario %s", scenarioName)
+	}
+	zero.Steady, zero.Relapses = sc.Steady, sc.Relapses
+	return zero, nil
+}
+
+// textRow finds the scenario's row of regime.textSummary() in k6's stdout
+// and returns its gate column and relapses.
+func textRow(stdout string) (gate string, relapses int64, err error) {
+	header := -1
+	for _, l := range bufferedLines(stdout) {
+		f := strings.Fields(l)
+		if len(f) > 0 && f[0] == "scenario" {
+			header = slices.Index(f, "steady-state")
+			continue
+		}
+		if header < 0 || len(f) < header+2 || f[0] != scenarioName {
+			continue
+		}
+		relapses, err = strconv.ParseInt(f[len(f)-1], 10, 64)
+		return f[header], relapses, err
+	}
+	return "", 0, fmt.Errorf("no row for scenario %s with a steady-state column", scenarioName)
+}
+
+// checks are the must-show conditions of the case's kind on one run.
+func checks(c Case, f *Figures) []Check {
+	var out []Check
+	add := func(name string, ok bool, got string) { out = append(out, Check{Name: name, OK: ok, Got: got}) }
+	add("consistent gate", len(f.Inconsistencies) == 0, strings.Join(f.Inconsistencies, "; "))
+	switch c.Kind {
+	case KindFlat:
+		add("0 relapses", f.Relapses == 0, strconv.FormatInt(f.Relapses, 10))
+		add("exit 0", f.ExitCode == 0, strconv.Itoa(f.ExitCode))
+		add(fmt.Sprintf("declared within %g s", FlatDeclareWithin), f.DeclaredAfter != nil && *f.DeclaredAfter <= FlatDeclareWithin, fmtS(f.DeclaredAfter))
+	case KindWarmup:
+		if !f.Ref.Steady || f.Ref.Boundary > f.Duration/2 {
+			add("reference steady over half the run", false, fmt.Sprintf("reference: %s (not judged)", f.Ref.Class))
+			return out
+		}
+		q := f.Online
+		add("exit 0", f.ExitCode == 0, strconv.Itoa(f.ExitCode))
+		add(fmt.Sprintf("<= %d relapse", MaxWarmupRelapses), f.Relapses <= MaxWarmupRelapses, strconv.FormatInt(f.Relapses, 10))
+		add(fmt.Sprintf("contamination <= %g%%", 100*MaxContamination), q.Contamination != nil && *q.Contamination <= MaxContamination, fmtPct(q.Contamination))
+		add(fmt.Sprintf("coverage >= %g%%", 100*MinCoverage), q.Coverage != nil && *q.Coverage >= MinCoverage, fmtPct(q.Coverage))
+		add(fmt.Sprintf("|p99 distortion| <= %g%%", 100*MaxP99Distortion), q.P99Distortion != nil && math.Abs(*q.P99Distortion) <= MaxP99Distortion, fmtPct(q.P99Distortion))
+	case KindNeverSettles, KindSlowdown:
+		add("exit 99 with the reason", f.ExitCode == 99 && (f.Verdict == "never reached" || f.Verdict == "reached but not held"), fmt.Sprintf("%d, %s", f.ExitCode, f.Verdict))
+	case KindStep:
+		add("no steady tag before the drop", f.StepViolations == 0, strconv.Itoa(f.StepViolations))
+	}
+	return out
+}
+
+func fmtS(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', 1, 64) + " s"
+}
+
+func fmtPct(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(100**v, 'f', 1, 64) + "%"
+}

@@ -1,0 +1,269 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/xk6-regime/xk6-regime/internal/pgtest"
+)
+
+// Service is a real server the harness starts for one run and stops after it.
+type Service struct {
+	// Name identifies the service in tables ("go-flat", "jvm-sha", ...).
+	Name string
+	// Kind is the program: "gosvc", "node", "jvm" or "demo".
+	Kind string
+	// Args are the program's own flags (gosvc -mode ..., jvm --mix ...).
+	Args []string
+	// Postgres starts a throw-away PostgreSQL cluster for the demo service.
+	Postgres bool
+	// Workload is the k6 script's WORKLOAD: "get" or "demo".
+	Workload string
+}
+
+// Env is where the harness finds its programs: the k6 binary under test, the
+// demo service, the repository (for the services' sources and the script)
+// and a folder for what it builds.
+type Env struct {
+	K6    string
+	Demo  string
+	Repo  string
+	Build string // built services: gosvc, jvm classes
+	// Logf receives progress lines (nil: silent).
+	Logf func(format string, args ...any)
+}
+
+func (e *Env) logf(format string, args ...any) {
+	if e.Logf != nil {
+		e.Logf(format, args...)
+	}
+}
+
+// Prepare builds what the services need (once): the Go service and the JVM
+// classes, and checks that node, java, k6 and the demo service exist. Every
+// missing piece is an error that names it and how to get it.
+func (e *Env) Prepare(ctx context.Context, services []Service) error {
+	var errs []error
+	if _, err := os.Stat(e.K6); err != nil {
+		errs = append(errs, fmt.Errorf("k6 binary %s: %w (build it with: make build)", e.K6, err))
+	}
+	if err := os.MkdirAll(e.Build, 0o755); err != nil {
+		return err
+	}
+	kinds := map[string]bool{}
+	for _, s := range services {
+		kinds[s.Kind] = true
+		if s.Postgres && pgtest.BinDir() == "" {
+			errs = append(errs, errors.New("service "+s.Name+" needs PostgreSQL server binaries (initdb, pg_ctl): "+
+				"apt-get install -y postgresql (make deps)"))
+		}
+	}
+	if kinds["gosvc"] {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(e.Build, "gosvc"), "./live/services/gosvc")
+		cmd.Dir = e.Repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("building live/services/gosvc: %w\n%s", err, out))
+		}
+	}
+	if kinds["jvm"] {
+		if _, err := exec.LookPath("javac"); err != nil {
+			errs = append(errs, errors.New("the JVM services need a JDK (javac, java): apt-get install -y default-jdk-headless (make deps)"))
+		} else {
+			cmd := exec.CommandContext(ctx, "javac", "-d", filepath.Join(e.Build, "jvm"), "live/services/jvm/LiveServer.java")
+			cmd.Dir = e.Repo
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("compiling live/services/jvm/LiveServer.java: %w\n%s", err, out))
+			}
+		}
+	}
+	if kinds["node"] {
+		if _, err := exec.LookPath("node"); err != nil {
+			errs = append(errs, errors.New("the Node service needs node on PATH (Debian: apt-get install -y nodejs)"))
+		}
+	}
+	if kinds["demo"] {
+		if _, err := os.Stat(e.Demo); err != nil {
+			errs = append(errs, fmt.Errorf("demo service %s: %w (build it with: make build-demo)", e.Demo, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// running is a started service.
+type running struct {
+	addr string // host:port of its HTTP listener
+	cmd  *exec.Cmd
+	log  *lockedBuffer
+	done chan struct{}
+	err  error // the process's exit, once done is closed
+	pg   func() error
+}
+
+// lockedBuffer collects a child's output while the harness reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var listeningRE = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+
+// freePort asks the kernel for a free loopback port (the demo service takes
+// fixed addresses).
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// start launches a service and waits (bounded) until it answers HTTP.
+func (e *Env) start(ctx context.Context, s Service) (*running, error) {
+	r := &running{log: &lockedBuffer{}, done: make(chan struct{})}
+	var name string
+	var args []string
+	var env []string
+	health := "/health"
+	switch s.Kind {
+	case "gosvc":
+		name, args = filepath.Join(e.Build, "gosvc"), append([]string{"-addr", "127.0.0.1:0"}, s.Args...)
+	case "node":
+		name, args = "node", append([]string{filepath.Join(e.Repo, "live/services/node/server.js"), "--port", "0"}, s.Args...)
+	case "jvm":
+		name, args = "java", append([]string{"-Xmx256m", "-cp", filepath.Join(e.Build, "jvm"), "LiveServer", "--port", "0"}, s.Args...)
+	case "demo":
+		httpAddr, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		grpcAddr, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		r.addr = httpAddr
+		health = "/healthz"
+		name, args = e.Demo, append([]string{"-http-addr", httpAddr, "-grpc-addr", grpcAddr}, s.Args...)
+		if s.Postgres {
+			url, stop, err := pgtest.StartCluster()
+			if err != nil {
+				return nil, fmt.Errorf("service %s: starting PostgreSQL: %w", s.Name, err)
+			}
+			r.pg = stop
+			env = append(env, "DATABASE_URL="+url)
+		}
+	default:
+		return nil, fmt.Errorf("service %s: unknown kind %q (valid: gosvc, node, jvm, demo)", s.Name, s.Kind)
+	}
+	r.cmd = exec.Command(name, args...) //nolint:gosec // the harness's own services
+	r.cmd.Env = append(os.Environ(), env...)
+	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := r.cmd.Start(); err != nil {
+		r.stopPG()
+		return nil, fmt.Errorf("service %s: %w", s.Name, err)
+	}
+	go func() { r.err = r.cmd.Wait(); close(r.done) }()
+
+	deadline := time.Now().Add(60 * time.Second)
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		if r.addr == "" {
+			if m := listeningRE.FindStringSubmatch(r.log.String()); m != nil {
+				r.addr = m[1]
+			}
+		}
+		if r.addr != "" {
+			resp, err := client.Get("http://" + r.addr + health)
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return r, nil
+				}
+			}
+		}
+		select {
+		case <-r.done:
+			r.stopPG()
+			return nil, fmt.Errorf("service %s exited before it answered (%v); its output:\n%s", s.Name, r.err, tail(r.log.String(), 2000))
+		case <-ctx.Done():
+			r.stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond): // polling an external process's readiness, bounded by deadline
+		}
+		if time.Now().After(deadline) {
+			r.stop()
+			return nil, fmt.Errorf("service %s did not answer http://%s%s within 60 s; its output:\n%s", s.Name, r.addr, health, tail(r.log.String(), 2000))
+		}
+	}
+}
+
+// stop ends the service (SIGTERM to its process group, SIGKILL after 10 s)
+// and its PostgreSQL cluster.
+func (r *running) stop() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		select {
+		case <-r.done:
+		default:
+			_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-r.done:
+			case <-time.After(10 * time.Second):
+				_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+				<-r.done
+			}
+		}
+	}
+	r.stopPG()
+}
+
+func (r *running) stopPG() {
+	if r.pg != nil {
+		_ = r.pg()
+		r.pg = nil
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// bufferedLines splits text into lines (for scanning k6's log).
+func bufferedLines(s string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 1<<16), 1<<22)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+// Command gosvc is the live harness's Go HTTP service (compiled ahead of
+// time: no JIT), in one of four shapes:
+//
+//   - flat: a fixed amount of work per request (SHA-256 of 2 KiB, four
+//     times); the control, steady from its first requests;
+//   - slowdown: flat until -settle after its first request, then every
+//     request appends -grow entries to a table that every request scans:
+//     the work per request grows for good;
+//   - drift: the flat work plus a wait (a downstream call) of -drift-base
+//     at its first request that grows by -drift per second: it never
+//     settles;
+//   - step: a 40 ms wait until -step-at after its first request, then
+//     5 ms (a plateau that is not the steady state).
+//
+// It listens on -addr (127.0.0.1:0 picks a free port) and prints
+// "listening on HOST:PORT" once it accepts connections. GET /health answers
+// 200 without work; every other GET path does the work.
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+type service struct {
+	mode   string
+	settle time.Duration
+	grow   int
+	drift  float64
+	base   time.Duration
+	stepAt time.Duration
+
+	payload [2048]byte
+	first   atomic.Int64 // Unix ns of the first request; 0 before it
+
+	mu    sync.Mutex
+	table []uint64
+	seed  uint64
+}
+
+func (s *service) since() time.Duration {
+	now := time.Now().UnixNano()
+	s.first.CompareAndSwap(0, now)
+	return time.Duration(now - s.first.Load())
+}
+
+// work is the flat part: SHA-256 of the payload, chained four times.
+func (s *service) work() string {
+	sum := sha256.Sum256(s.payload[:])
+	for range 3 {
+		sum = sha256.Sum256(append(sum[:], s.payload[:256]...))
+	}
+	return hex.EncodeToString(sum[:8])
+}
+
+// scan grows the table by grow entries and folds all of it: O(table) work.
+func (s *service) scan() uint64 {
+	s.mu.Lock()
+	for range s.grow {
+		s.seed ^= s.seed << 13
+		s.seed ^= s.seed >> 7
+		s.seed ^= s.seed << 17
+		s.table = append(s.table, s.seed)
+	}
+	t := s.table
+	s.mu.Unlock()
+	var acc uint64
+	for _, v := range t {
+		acc = acc*31 + v>>3
+	}
+	return acc
+}
+
+func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "GET only", http.StatusMethodNotAllowed)
+		return
+	}
+	if r.URL.Path == "/health" {
+		_, _ = w.Write([]byte("ok\n"))
+		return
+	}
+	el := s.since()
+	var extra uint64
+	switch s.mode {
+	case "slowdown":
+		if el >= s.settle {
+			extra = s.scan()
+		}
+	case "drift":
+		// a downstream whose latency grows by drift per second, for good
+		time.Sleep(time.Duration(float64(s.base) * math.Exp(s.drift*el.Seconds())))
+	case "step":
+		if el < s.stepAt {
+			time.Sleep(40 * time.Millisecond)
+		} else {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	h := s.work()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = fmt.Fprintf(w, `{"hash":%q,"x":%d}`+"\n", h, extra&0xff)
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address (port 0: a free port)")
+	mode := flag.String("mode", "flat", "flat, slowdown, drift or step")
+	settle := flag.Duration("settle", 25*time.Second, "slowdown: flat this long after the first request")
+	grow := flag.Int("grow", 32, "slowdown: table entries added per request after -settle")
+	drift := flag.Float64("drift", 0.02, "drift: relative growth of the wait per second")
+	base := flag.Duration("drift-base", 4*time.Millisecond, "drift: the wait at the first request")
+	stepAt := flag.Duration("step-at", 8*time.Second, "step: 40 ms this long after the first request, then 5 ms")
+	flag.Parse()
+	switch *mode {
+	case "flat", "slowdown", "drift", "step":
+	default:
+		fmt.Fprintf(os.Stderr, "gosvc: -mode must be flat, slowdown, drift or step, got %q\n", *mode)
+		os.Exit(2)
+	}
+	if *grow < 1 || *drift <= 0 || *base <= 0 || *settle < 0 || *stepAt < 0 {
+		fmt.Fprintln(os.Stderr, "gosvc: -grow must be >= 1, -drift and -drift-base > 0, -settle and -step-at >= 0")
+		os.Exit(2)
+	}
+	s := &service{mode: *mode, settle: *settle, grow: *grow, drift: *drift, base: *base, stepAt: *stepAt, seed: 88172645463325252}
+	for i := range s.payload {
+		s.payload[i] = byte(i * 7)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gosvc: listen on %s: %v\n", *addr, err)
+		os.Exit(1)
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Printf("listening on %s\n", ln.Addr())
+	done := make(chan os.Signal, 1)
+	signal.Notify(done, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-done
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(os.Stderr, "gosvc: %v\n", err)
+		os.Exit(1)
+	}
+}

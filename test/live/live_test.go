@@ -1,0 +1,103 @@
+// Package live runs the short form of the live tag-quality harness (live/):
+// the project's k6 against real services on 127.0.0.1, judged against the
+// offline reference. `make live` runs the full form.
+package live
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xk6-regime/xk6-regime/internal/testbin"
+	"github.com/xk6-regime/xk6-regime/live/harness"
+)
+
+func env(t *testing.T) *harness.Env {
+	t.Helper()
+	return &harness.Env{
+		K6: testbin.K6(t), Demo: testbin.Demo(t), Repo: testbin.RepoRoot(t), Build: t.TempDir(),
+		Logf: t.Logf,
+	}
+}
+
+// TestShortLive: the flat control and a JIT warm-up service, 60 s each on
+// the open model, must pass every must-show check of their kind (the flat
+// control: 0 relapses, steady declared within 10 s; the warm-up service:
+// exit 0, <= 1 relapse, contamination <= 2%, coverage >= 80%, |p99
+// distortion| <= 10%), and the exit code, regime_steady, the text summary,
+// summary() and summary.json must agree.
+func TestShortLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real services and k6 for 2 minutes")
+	}
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cases := harness.ShortCases()
+	var services []harness.Service
+	for _, c := range cases {
+		services = append(services, c.Service)
+	}
+	require.NoError(t, e.Prepare(ctx, services))
+	out := t.TempDir()
+	for _, c := range cases {
+		f, err := e.RunCase(ctx, c, 1, out)
+		require.NoError(t, err)
+		t.Log(harness.RunLine(f))
+		for _, ch := range f.Checks {
+			require.True(t, ch.OK, "%s: %s: %s (results: %s)", c.Name, ch.Name, ch.Got, f.Dir)
+		}
+	}
+}
+
+// TestBadInput: a service that fails to start, a port in use and a k6 run
+// that writes no results are errors that say so, never a silent pass.
+func TestBadInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real processes")
+	}
+	e := env(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	require.NoError(t, e.Prepare(ctx, []harness.Service{harness.GoFlat}))
+	load := harness.Open(3 * time.Second)
+
+	t.Run("service fails to start", func(t *testing.T) {
+		bad := harness.Case{Name: "bad", Kind: harness.KindFlat, Load: load,
+			Service: harness.Service{Name: "go-bad", Kind: "gosvc", Args: []string{"-mode", "nonsense"}}}
+		_, err := e.RunCase(ctx, bad, 1, t.TempDir())
+		require.ErrorContains(t, err, "service go-bad exited before it answered")
+		require.ErrorContains(t, err, "-mode must be flat, slowdown, drift or step")
+	})
+	t.Run("port in use", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		busy := harness.Case{Name: "busy", Kind: harness.KindFlat, Load: load,
+			Service: harness.Service{Name: "go-busy", Kind: "gosvc", Args: []string{"-mode", "flat", "-addr", ln.Addr().String()}}}
+		_, err = e.RunCase(ctx, busy, 1, t.TempDir())
+		require.ErrorContains(t, err, "address already in use")
+	})
+	t.Run("k6 writes no results", func(t *testing.T) {
+		// a k6 "binary" that exits 0 and writes nothing
+		fake := filepath.Join(t.TempDir(), "k6")
+		require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\nexit 0\n"), 0o755))
+		e2 := *e
+		e2.K6 = fake
+		c := harness.Case{Name: "empty", Kind: harness.KindFlat, Load: load, Service: harness.GoFlat}
+		_, err := e2.RunCase(ctx, c, 1, t.TempDir())
+		require.Error(t, err)
+		require.True(t, strings.Contains(err.Error(), "wrote 0 results folders"), err.Error())
+	})
+	t.Run("unknown case", func(t *testing.T) {
+		_, err := harness.SelectCases("go-flat/open,nope")
+		require.ErrorContains(t, err, `unknown case "nope"`)
+		require.ErrorContains(t, err, "valid: all, short, go-flat/open")
+	})
+}
