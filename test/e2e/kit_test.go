@@ -168,17 +168,17 @@ func requireGatesOnlySteady(t *testing.T, res kitResult) {
 }
 
 // TestKitEmbedded: the kit against the demo service's embedded database,
-// as `make demo` runs it: every phase ran and has its cold iterations
-// tagged, no latency, error, check or budget threshold fails (a steady gate
-// may, with its log line: whether gameplay settles within 40 s on 2 shared
-// cores is reported, not asserted; the detector's verdicts are asserted on
-// scheduled servers in regime_test.go), the gradual warm-up fails no
-// request, and the cold-start section shows the pool filling during warmup
-// and init.
+// as `make demo` runs it: k6 exits 0, so every threshold passes, the
+// gameplay steady gates included (the service settles in gameplay, and the
+// service method of the detector holds it through the machine's waves;
+// the live harness measures that on repeated runs); every phase ran and has
+// its cold iterations tagged, the gradual warm-up fails no request, and the
+// cold-start section shows the pool filling during warmup and init.
 func TestKitEmbedded(t *testing.T) {
 	d := startDemo(t, nil)
 	res := runKit(t, d, "gradual")
-	requireGatesOnlySteady(t, res)
+	require.Equal(t, 0, res.ExitCode, "every threshold, the gameplay steady gates included; thresholds %v\nstdout:\n%s\nstderr:\n%s",
+		res.Summary.Thresholds, res.Stdout, res.Stderr)
 	sc := res.Summary.Scenarios
 	for _, name := range []string{"warmup", "init", "gameplay_api", "gameplay_events"} {
 		require.Contains(t, sc, name)
@@ -204,13 +204,13 @@ func TestKitEmbedded(t *testing.T) {
 
 	// the gameplay gate judges steady samples only, per endpoint
 	require.True(t, res.Summary.Thresholds["http_req_duration{endpoint:initialize,phase:gameplay,regime:steady}"]["p(95)<50"])
-	// the steady gate says what the detector saw: it passes exactly when
-	// gameplay_api was steady at the end (a relapse near the end of 40 s on
-	// a busy machine is a real level shift, reported by requireGatesOnlySteady
-	// with its log line)
-	gate, ok := res.Summary.Thresholds["regime_steady{scenario:gameplay_api}"]["rate==1"]
-	require.True(t, ok, "the gameplay_api steady gate is defined: %v", res.Summary.Thresholds)
-	require.Equal(t, sc["gameplay_api"].Steady, gate, "steady gate vs the detector's verdict (class %s)", sc["gameplay_api"].Class)
+	// the steady gates are defined, passed, and say what summary.json says
+	for _, name := range []string{"gameplay_api", "gameplay_events"} {
+		gate, ok := res.Summary.Thresholds["regime_steady{scenario:"+name+"}"]["rate==1"]
+		require.True(t, ok, "the %s steady gate is defined: %v", name, res.Summary.Thresholds)
+		require.True(t, gate, "%s held steady state", name)
+		require.True(t, sc[name].Steady, "%s: summary.json agrees with the gate", name)
+	}
 	require.Contains(t, res.Stdout, "Cold start (connection pool), per phase:")
 	require.Contains(t, res.Stdout, "Regimes per scenario")
 }

@@ -26,7 +26,9 @@ export const options = {
   scenarios: { load: { executor: 'constant-arrival-rate', rate: 300, timeUnit: '1s', duration: __ENV.DURATION || '8s',
     preAllocatedVUs: 20, maxVUs: 40, tags: { phase: 'main' } } },
 };
-regime.configure(options);
+// windows of 250 ms, so that steady state is reached within 8 s (the
+// service method needs 9 windows of a first level, 5 after a warm-up)
+regime.configure(options, { detector: { window_min_duration: '250ms' } });
 export default function () { http.get(__ENV.URL, { tags: { endpoint: 'get' } }); }
 export function handleSummary(data) {
   const dir = regime.saveResults({ dir: __ENV.OUT, testid: __ENV.TESTID || '' });

@@ -51,7 +51,9 @@ export const options = {
   thresholds: { checks: ['rate==1'] },
 };
 
-regime.configure(options, { scenarios: { load: { scope: 'endpoint' } } });
+// windows of 250 ms, so that the 9 s load phase reaches steady state (the
+// service method needs 9 windows of a first level, 5 after a warm-up)
+regime.configure(options, { scenarios: { load: { scope: 'endpoint', detector: { window_min_duration: '250ms' } } } });
 
 let n = 0;
 export default function () {
