@@ -41,15 +41,19 @@ import (
 //     settle_windows windows that closed after the relapse was decided.
 //   - Trend. The medians of the segment's two halves must agree within
 //     trend_tolerance after a transient (the end of a warm-up that is still
-//     improving), within the level band for a first level (a wave of the
-//     machine is no warm-up).
+//     improving); for a first level, within the level band when it
+//     improves and twice that when it slows down (a wave of the machine in
+//     the first seconds is no warm-up).
 //   - Relapse. In steady state, the level is the median of the steady
 //     segment's windows; when the median of the last relapse_windows
 //     windows, or of the second half of the segment against its first half,
 //     lies more than relapse_tolerance from it at relapse_windows window
 //     closes in a row, steady state is lost (a wave comes back within that
 //     time; a slowdown or a drift does not). The next steady segment starts
-//     no earlier than where the shift began.
+//     no earlier than where the shift began; but when the level comes back
+//     within the level band of the lost steady state for relapse_windows
+//     closes in a row, that steady state resumes (an excursion: reported,
+//     its iterations not steady, the steady state not restarted).
 //
 // Per window close the work is O(search_windows^2) at worst (the walk-back
 // keeps a sorted copy of the segment), once a second; Observe is unchanged.
@@ -60,8 +64,12 @@ type svcState struct {
 	// evidence after a relapse).
 	minSeq int
 	// over counts the consecutive window closes at which the steady level
-	// was out of the relapse band.
-	over int
+	// was out of the relapse band; back, after a relapse, those at which the
+	// level was back within the level band of the steady state it left.
+	over, back int
+	// prevDeclared is when the steady state a relapse ended was declared
+	// (a resumed steady state keeps it).
+	prevDeclared Point
 	// scratch, sized once
 	y, u, sm, sorted, tmp []float64
 }
@@ -164,6 +172,9 @@ func (d *Detector) walkBack(y []float64, band float64) (start int, level float64
 // svcWarmup looks for a steady segment at a window close; it reports
 // whether steady state was declared.
 func (d *Detector) svcWarmup() bool {
+	if d.hasPrev && d.svcResume() {
+		return true
+	}
 	if d.seq < d.svc.minSeq {
 		return false
 	}
@@ -207,14 +218,19 @@ func (d *Detector) svcWarmup() bool {
 	h := m / 2
 	// After a transient the warm-up may still be ending: its halves must
 	// agree within trend_tolerance. A first level only has to stay within
-	// the level band between its halves: a wave of the machine in the
-	// first seconds is no reason to wait, and a change smaller than the
-	// band is no warm-up.
-	trend := band
-	if afterTransient {
-		trend = max(math.Log1p(d.cfg.TrendTolerance), 2*sig)
+	// the level band between its halves when it improves (an unfinished
+	// warm-up), within twice the band when it slows down (a wave of the
+	// machine in the first seconds is no warm-up; a slowdown that goes on
+	// is a relapse later).
+	change := d.medianOf(y[n-h:]) - d.medianOf(y[s:s+h])
+	limit := band
+	switch {
+	case afterTransient:
+		limit = max(math.Log1p(d.cfg.TrendTolerance), 2*sig)
+	case change > 0:
+		limit = 2 * band
 	}
-	if math.Abs(d.medianOf(y[n-h:])-d.medianOf(y[s:s+h])) > trend {
+	if math.Abs(change) > limit {
 		return false
 	}
 	start := d.ring[from+s].first
@@ -283,8 +299,39 @@ func (d *Detector) svcSteady(w winSum) bool {
 	// the shift began about 2r-1 windows ago (r windows in the recent
 	// median, r closes in a row)
 	b := d.ring[max(lo, len(d.ring)-2*r+1)].first
-	d.relapse(w, b, b, false)
+	d.svc.prevDeclared = d.declaredAt
+	d.relapse(w, b, b, true)
 	d.svc.minSeq = d.seq + d.cfg.SettleWindows
-	d.svc.over = 0
+	d.svc.over, d.svc.back = 0, 0
 	return false
+}
+
+// svcResume resumes the steady state the last relapse ended when the level
+// came back: the median of the last relapse_windows windows within the
+// level band of that steady level at relapse_windows closes in a row (an
+// excursion, such as a wave of the machine longer than the relapse took,
+// is reported as a relapse, its iterations not steady, but it does not
+// restart the steady state). The resumed state keeps its start and the
+// time it was first declared.
+func (d *Detector) svcResume() bool {
+	r := d.cfg.RelapseWindows
+	lo := max(d.firstAfter(d.floor.Index), len(d.ring)-r)
+	d.logs(lo, false)
+	if len(d.svc.y) < r {
+		return false
+	}
+	prev := d.prev[statMedian].level
+	if prev <= 0 || math.Abs(d.medianOf(d.svc.y)-math.Log(prev)) > math.Log1p(d.cfg.MedianTolerance) {
+		d.svc.back = 0
+		return false
+	}
+	if d.svc.back++; d.svc.back < r {
+		return false
+	}
+	d.class = d.prevClass
+	d.svc.over, d.svc.back = 0, 0
+	d.enterSteady(d.prevStart, d.prev, d.prevStart.Index)
+	d.declaredAt = d.svc.prevDeclared
+	d.hasPrev = false
+	return true
 }

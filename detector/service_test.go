@@ -211,3 +211,27 @@ func TestServiceObserveZeroAllocs(t *testing.T) {
 	require.Zero(t, allocs)
 	require.Equal(t, Steady, d.Regime())
 }
+
+// TestServiceExcursionResumes: a +90% excursion for 12 s in steady state
+// (longer than a relapse takes) is a relapse, and the steady state resumes
+// when the level comes back, keeping its start and first declaration.
+func TestServiceExcursionResumes(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		res := stream{rate: 500, secs: 60, level: func(t float64) float64 {
+			if t >= 25 && t < 37 {
+				return 1.9
+			}
+			return 1
+		}}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		require.Len(t, res.snap.Relapses, 1, name)
+		require.Equal(t, Steady, res.snap.Regime, name)
+		require.Equal(t, Flat, res.snap.Class, name)
+		require.Less(t, float64(res.snap.SteadyStart.Time)/1e9, 1.0, name)
+		require.InDelta(t, 9.5, float64(res.snap.DeclaredAt.Time)/1e9, 0.6, name)
+		last := res.transitions[len(res.transitions)-1]
+		require.Equal(t, KindSteady, last.Kind)
+		require.Less(t, res.times[len(res.times)-1], 48.0, name)
+	}
+}
