@@ -26,12 +26,13 @@ func env(t *testing.T) *harness.Env {
 	}
 }
 
-// TestShortLive: the flat control and a JIT warm-up service, 60 s each on
-// the open model, must pass every must-show check of their kind (the flat
-// control: 0 relapses, steady declared within 10 s; the warm-up service:
-// exit 0, <= 1 relapse, contamination <= 2%, coverage >= 80%, |p99
-// distortion| <= 10%), and the exit code, regime_steady, the text summary,
-// summary() and summary.json must agree.
+// TestShortLive: the flat control (go-io) and a warm-up service (the demo
+// service's connection-pool cold start), 60 s each on the open model, must
+// pass every must-show check of their kind (the flat control: 0 relapses,
+// steady declared within 10 s; the warm-up service: exit 0, <= 1 relapse,
+// contamination <= 2%, coverage >= 80%, |p99 distortion| <= 10%), and the
+// exit code, regime_steady, the text summary, summary() and summary.json
+// must agree.
 func TestShortLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real services and k6 for 2 minutes")
@@ -45,7 +46,10 @@ func TestShortLive(t *testing.T) {
 		services = append(services, c.Service)
 	}
 	require.NoError(t, e.Prepare(ctx, services))
-	out := t.TempDir()
+	// the results stay in .cache/live/test (replaced at each run) to be
+	// read when a check fails
+	out := filepath.Join(testbin.RepoRoot(t), ".cache", "live", "test")
+	require.NoError(t, os.RemoveAll(out))
 	for _, c := range cases {
 		f, err := e.RunCase(ctx, c, 1, out)
 		require.NoError(t, err)
@@ -73,7 +77,7 @@ func TestBadInput(t *testing.T) {
 			Service: harness.Service{Name: "go-bad", Kind: "gosvc", Args: []string{"-mode", "nonsense"}}}
 		_, err := e.RunCase(ctx, bad, 1, t.TempDir())
 		require.ErrorContains(t, err, "service go-bad exited before it answered")
-		require.ErrorContains(t, err, "-mode must be flat, slowdown, drift or step")
+		require.ErrorContains(t, err, "-mode must be flat, io, slowdown, drift or step")
 	})
 	t.Run("port in use", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

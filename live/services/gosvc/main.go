@@ -1,8 +1,11 @@
 // Command gosvc is the live harness's Go HTTP service (compiled ahead of
-// time: no JIT), in one of four shapes:
+// time: no JIT), in one of five shapes:
 //
 //   - flat: a fixed amount of work per request (SHA-256 of 2 KiB, four
-//     times); the control, steady from its first requests;
+//     times): no warm-up, but a latency of a few tenths of a millisecond,
+//     which the load generator and the machine dominate;
+//   - io: a wait of -io-wait (a downstream call) plus the flat work: the
+//     flat control whose latency is the service's own;
 //   - slowdown: flat until -settle after its first request, then every
 //     request appends -grow entries to a table that every request scans:
 //     the work per request grows for good;
@@ -40,6 +43,7 @@ type service struct {
 	grow   int
 	drift  float64
 	base   time.Duration
+	ioWait time.Duration
 	stepAt time.Duration
 
 	payload [2048]byte
@@ -99,6 +103,8 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if el >= s.settle {
 			extra = s.scan()
 		}
+	case "io":
+		time.Sleep(s.ioWait)
 	case "drift":
 		// a downstream whose latency grows by drift per second, for good
 		time.Sleep(time.Duration(float64(s.base) * math.Exp(s.drift*el.Seconds())))
@@ -116,7 +122,8 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (port 0: a free port)")
-	mode := flag.String("mode", "flat", "flat, slowdown, drift or step")
+	mode := flag.String("mode", "flat", "flat, io, slowdown, drift or step")
+	ioWait := flag.Duration("io-wait", 2*time.Millisecond, "io: the wait per request")
 	settle := flag.Duration("settle", 25*time.Second, "slowdown: flat this long after the first request")
 	grow := flag.Int("grow", 32, "slowdown: table entries added per request after -settle")
 	drift := flag.Float64("drift", 0.02, "drift: relative growth of the wait per second")
@@ -124,16 +131,16 @@ func main() {
 	stepAt := flag.Duration("step-at", 8*time.Second, "step: 40 ms this long after the first request, then 5 ms")
 	flag.Parse()
 	switch *mode {
-	case "flat", "slowdown", "drift", "step":
+	case "flat", "io", "slowdown", "drift", "step":
 	default:
-		fmt.Fprintf(os.Stderr, "gosvc: -mode must be flat, slowdown, drift or step, got %q\n", *mode)
+		fmt.Fprintf(os.Stderr, "gosvc: -mode must be flat, io, slowdown, drift or step, got %q\n", *mode)
 		os.Exit(2)
 	}
-	if *grow < 1 || *drift <= 0 || *base <= 0 || *settle < 0 || *stepAt < 0 {
-		fmt.Fprintln(os.Stderr, "gosvc: -grow must be >= 1, -drift and -drift-base > 0, -settle and -step-at >= 0")
+	if *grow < 1 || *drift <= 0 || *base <= 0 || *settle < 0 || *stepAt < 0 || *ioWait <= 0 {
+		fmt.Fprintln(os.Stderr, "gosvc: -grow must be >= 1, -drift, -drift-base and -io-wait > 0, -settle and -step-at >= 0")
 		os.Exit(2)
 	}
-	s := &service{mode: *mode, settle: *settle, grow: *grow, drift: *drift, base: *base, stepAt: *stepAt, seed: 88172645463325252}
+	s := &service{mode: *mode, settle: *settle, grow: *grow, drift: *drift, base: *base, ioWait: *ioWait, stepAt: *stepAt, seed: 88172645463325252}
 	for i := range s.payload {
 		s.payload[i] = byte(i * 7)
 	}
