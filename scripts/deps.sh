@@ -8,6 +8,8 @@ need_apt=()
 [ -x /usr/lib/postgresql/15/bin/initdb ] || need_apt+=(postgresql)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+# actionlint runs shellcheck on the workflow's run: steps (the test requires it)
+command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
@@ -36,4 +38,6 @@ fi
 
 # a real InfluxDB OSS 1.8 for the output's end-to-end tests (Go module proxy, ~40 s once)
 ./scripts/influxd.sh install
+# the pinned actionlint and kubeconform (Go module proxy, ~20 s once)
+make --no-print-directory tools
 echo "deps: ok"
