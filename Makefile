@@ -129,6 +129,12 @@ demo: build build-demo
 	$(call need,curl,install curl (Debian: apt-get install -y curl))
 	@./scripts/demo.sh
 
+## compare-schedule: like demo, with scenarios/schedule-vs-measured.js: one gate judged on schedule tags (a cut at CUT=10s) and on measured tags
+.PHONY: compare-schedule
+compare-schedule: build build-demo
+	$(call need,curl,install curl (Debian: apt-get install -y curl))
+	@SCRIPT=scenarios/schedule-vs-measured.js ./scripts/demo.sh
+
 ## up: start the live stack (InfluxDB, Grafana, demo service + PostgreSQL, k6 with both outputs); needs a Docker engine
 .PHONY: up
 up:

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,10 @@ func runK6File(tb testing.TB, path string, env map[string]string, args ...string
 // crossedRe is k6's log line naming the metrics whose thresholds failed.
 var crossedRe = regexp.MustCompile(`thresholds on metrics '([^']*)' (?:have|has) been crossed`)
 
+// steadyCount matches a count of steady iterations, the kit's no-data guard
+// (iterations{regime:steady,...}, or a custom iteration counter).
+var steadyCount = regexp.MustCompile(`^[a-z_]*iterations\{.*regime:steady`)
+
 // requireOnlySteadyGates accepts exit 0, or exit 99 when every metric whose
 // threshold failed is a steady gate (regime_steady{...}, or a count of
 // steady iterations) and the extension logged why (never reached, or not
@@ -64,8 +69,7 @@ func requireOnlySteadyGates(t *testing.T, what string, res k6Result) bool {
 	m := crossedRe.FindStringSubmatch(res.Stderr)
 	require.NotNil(t, m, "%s: exit 99 without k6's threshold line:\n%s", what, res.Stderr)
 	for _, metric := range strings.Split(m[1], ", ") {
-		gate := strings.HasPrefix(metric, "regime_steady{") ||
-			(strings.HasPrefix(metric, "iterations{") && strings.Contains(metric, "regime:steady"))
+		gate := strings.HasPrefix(metric, "regime_steady{") || steadyCount.MatchString(metric)
 		require.True(t, gate, "%s: a threshold other than a steady gate failed: %s\nstderr:\n%s", what, metric, res.Stderr)
 	}
 	require.Regexp(t, `steady state was (never reached|reached but not held to the end) in `, res.Stderr, what)
@@ -112,4 +116,28 @@ func TestExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestScheduleVsMeasuredScript runs scenarios/schedule-vs-measured.js (the
+// comparison behind `make compare-schedule`) briefly against a scripted
+// server: it passes its gates (the steady gates excepted, as above) and
+// prints both distributions and the schedule x regime table, whose cells
+// add up to the iterations.
+func TestScheduleVsMeasuredScript(t *testing.T) {
+	srv := newScheduleServer(t, coldWarmSteady(40, 200, 10*time.Millisecond))
+	res := runK6File(t, "scenarios/schedule-vs-measured.js",
+		map[string]string{"BASE_URL": srv.URL, "DURATION": "6s", "CUT": "2s", "RATE": "150"}, "--quiet")
+	requireOnlySteadyGates(t, "scenarios/schedule-vs-measured.js", res)
+	require.Contains(t, res.Stdout, "the schedule (after the cut)")
+	require.Contains(t, res.Stdout, "the detector (regime:steady)")
+	m := regexp.MustCompile(`(?m)^  before the cut +(\d+) +(\d+) +(\d+)\n  after the cut +(\d+) +(\d+) +(\d+)$`).FindStringSubmatch(res.Stdout)
+	require.NotNil(t, m, res.Stdout)
+	var sum int
+	for _, c := range m[1:] {
+		n, err := strconv.Atoi(c)
+		require.NoError(t, err)
+		sum += n
+	}
+	require.InDelta(t, 150*6, sum, 150*6*0.05, "the table's cells are the iterations: %s", res.Stdout)
+	t.Logf("\n%s", res.Stdout)
 }
