@@ -4,8 +4,36 @@ GO    ?= go
 K6    := ./k6
 CORPUS ?= ../shared/corpus/jmh
 PROFILE ?= short
+# the oldest Go that builds the extension: k6 v2.2.0's go directive
+GO_MIN := 1.25.0
+
+# pinned test tools, installed by `make tools` with go install into .cache/tools
+ACTIONLINT_VERSION  := v1.7.12
+KUBECONFORM_VERSION := v0.8.0
+TOOLS       := .cache/tools
+ACTIONLINT  := $(TOOLS)/actionlint-$(ACTIONLINT_VERSION)
+KUBECONFORM := $(TOOLS)/kubeconform-$(KUBECONFORM_VERSION)
 
 .DEFAULT_GOAL := help
+
+# need TOOL,HINT: stop with a clear message when TOOL is not on PATH
+need = @command -v $(1) >/dev/null 2>&1 || { echo "make: '$(1)' not found: $(2)" >&2; exit 127; }
+NEED_GO = $(call need,$(GO),install Go $(GO_MIN) or later (https://go.dev/dl/) or set GO=/path/to/go)
+
+# gobuild MODULE_DIR,PACKAGE,OUTPUT: go build into a temporary file next to
+# OUTPUT and rename it, so that a failed or interrupted build leaves OUTPUT as
+# it was (never a half-written or empty binary)
+define gobuild
+	$(NEED_GO)
+	@mkdir -p $(dir $(3))
+	@tmp="$(abspath $(dir $(3)))/.$(notdir $(3)).tmp.$$$$"; \
+	trap 'rm -f "$$tmp"' EXIT; \
+	echo "go build -o $(3) $(2)$(if $(filter-out .,$(1)), (in $(1)/))"; \
+	if ! (cd $(1) && $(GO) build -o "$$tmp" $(2)); then \
+	  echo "make: building $(2) failed; $(3) left as it was" >&2; exit 1; \
+	fi; \
+	mv -f "$$tmp" $(3)
+endef
 
 ## help: list the targets
 .PHONY: help
@@ -15,44 +43,70 @@ help:
 ## build: build ./k6 (k6 v2.2.0 with the extension) with a plain go build
 .PHONY: build
 build:
-	$(GO) build -o $(K6) ./cmd/k6
+	$(call gobuild,.,./cmd/k6,$(K6))
 
 ## build-stock: build ./k6-stock, the same k6 without the extension (bench baseline)
 .PHONY: build-stock
 build-stock:
-	$(GO) build -o ./k6-stock ./cmd/k6-stock
+	$(call gobuild,.,./cmd/k6-stock,./k6-stock)
 
-## build-demo: build ./bin/demo-service, the demo game-challenge service
+## build-demo: build ./bin/demo-service, the demo game-challenge service (Go module demo/)
 .PHONY: build-demo
 build-demo:
-	$(GO) build -o ./bin/demo-service ./cmd/demo-service
+	$(call gobuild,demo,./cmd/demo-service,./bin/demo-service)
 
-## deps: install what the tests need on a fresh machine (Debian packages, as root)
+## deps: install what the tests need on a fresh machine (Debian packages as root, InfluxDB, the pinned tools)
 .PHONY: deps
 deps:
 	@./scripts/deps.sh
 
-## vet: gofmt check and go vet
+## tools: install the pinned actionlint and kubeconform into .cache/tools (go install)
+.PHONY: tools
+tools: $(ACTIONLINT) $(KUBECONFORM)
+
+# go install TOOL@VERSION into a private GOBIN, then rename to the versioned
+# name: an interrupted install leaves no file under that name
+$(ACTIONLINT):
+	$(NEED_GO)
+	@mkdir -p $(TOOLS)/gobin
+	GOBIN=$(CURDIR)/$(TOOLS)/gobin $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) || \
+	  { echo "make: installing actionlint $(ACTIONLINT_VERSION) failed (needs the Go module proxy)" >&2; exit 1; }
+	mv -f $(TOOLS)/gobin/actionlint $@
+
+$(KUBECONFORM):
+	$(NEED_GO)
+	@mkdir -p $(TOOLS)/gobin
+	GOBIN=$(CURDIR)/$(TOOLS)/gobin $(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION) || \
+	  { echo "make: installing kubeconform $(KUBECONFORM_VERSION) failed (needs the Go module proxy)" >&2; exit 1; }
+	mv -f $(TOOLS)/gobin/kubeconform $@
+
+## vet: gofmt check and go vet (both Go modules)
 .PHONY: vet
 vet:
+	$(NEED_GO)
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd demo && $(GO) vet ./...
 
 # packages that start real processes (k6, the demo service, PostgreSQL, InfluxDB, Chromium):
 # run one package at a time, so that they do not starve each other of the 2 cores
 E2E_PKGS := ./test/...
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
-## test: vet, build k6 and the demo service, unit tests with -race, the hindsight corpus check without it, then end-to-end tests (real k6, PostgreSQL, InfluxDB) one package at a time
+## test: vet, build k6 and the demo service, unit tests with -race (both modules), the hindsight corpus check without it, then end-to-end tests (real k6, PostgreSQL, InfluxDB, actionlint, kubeconform) one package at a time
 .PHONY: test
-test: vet build build-demo
+test: vet build build-demo tools
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
+	cd demo && $(GO) test -race -count=1 -timeout 10m ./...
 	set -o pipefail; $(GO) test -count=1 -timeout 10m -run '^TestCorpusHindsight$$' -v ./detector/ | grep -v '^=== '
-	K6_BIN=$(CURDIR)/k6 DEMO_BIN=$(CURDIR)/bin/demo-service $(GO) test -race -count=1 -p 1 -timeout 20m $(E2E_PKGS)
+	K6_BIN=$(CURDIR)/k6 DEMO_BIN=$(CURDIR)/bin/demo-service \
+	  ACTIONLINT_BIN=$(CURDIR)/$(ACTIONLINT) KUBECONFORM_BIN=$(CURDIR)/$(KUBECONFORM) \
+	  $(GO) test -race -count=1 -p 1 -timeout 20m $(E2E_PKGS)
 
 ## test-short: the fast unit tests only
 .PHONY: test-short
 test-short:
+	$(NEED_GO)
 	$(GO) test -short -count=1 ./detector/... ./extension/... ./internal/...
 
 ## bench: Go benchmarks (-benchmem) of the detector and the extension's per-sample path, then paired stock-vs-extension k6 runs
@@ -84,16 +138,25 @@ live-short: build build-demo
 ## demo: build, start the demo service on 127.0.0.1, run scenarios/combined.js (PROFILE=short), write results/, stop
 .PHONY: demo
 demo: build build-demo
+	$(call need,curl,install curl (Debian: apt-get install -y curl))
 	@./scripts/demo.sh
+
+## compare-schedule: like demo, with scenarios/schedule-vs-measured.js: one gate judged on schedule tags (a cut at CUT=10s) and on measured tags
+.PHONY: compare-schedule
+compare-schedule: build build-demo
+	$(call need,curl,install curl (Debian: apt-get install -y curl))
+	@SCRIPT=scenarios/schedule-vs-measured.js ./scripts/demo.sh
 
 ## up: start the live stack (InfluxDB, Grafana, demo service + PostgreSQL, k6 with both outputs); needs a Docker engine
 .PHONY: up
 up:
+	$(call need,docker,install Docker with the compose plugin)
 	GRAFANA_ADMIN_PASSWORD=$${GRAFANA_ADMIN_PASSWORD:-change-me} docker compose up -d --build
 
 ## down: stop the live stack and remove its volumes
 .PHONY: down
 down:
+	$(call need,docker,install Docker with the compose plugin)
 	docker compose down -v
 
 ## clean: remove built binaries and caches (results/ is kept)

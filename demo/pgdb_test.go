@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xk6-regime/xk6-regime/demo/eventspb"
-	"github.com/xk6-regime/xk6-regime/internal/pgtest"
+	"github.com/xk6-regime/xk6-regime/demo/internal/pgtest"
 )
 
 func TestPostgresStore(t *testing.T) {

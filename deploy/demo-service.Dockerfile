@@ -1,10 +1,10 @@
-# The demo game-challenge service (cmd/demo-service).
-# Build context: the repository root.
+# The demo game-challenge service (demo/cmd/demo-service, Go module demo/).
+# Build context: the repository root; only demo/ is copied.
 FROM golang:1.26.8-bookworm AS build
 WORKDIR /src
-COPY go.mod go.sum ./
+COPY demo/go.mod demo/go.sum ./
 RUN go mod download
-COPY . .
+COPY demo/ ./
 RUN CGO_ENABLED=0 go build -trimpath -o /out/demo-service ./cmd/demo-service
 
 FROM debian:12.7-slim

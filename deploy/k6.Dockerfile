@@ -1,16 +1,22 @@
-# k6 v2.2.0 with the xk6-regime extension (JS module k6/x/regime and the
-# xk6-regime-influxdb output), built with xk6 from this repository.
+# k6 v2.2.0 with the xk6-regime extension (JS module k6/x/regime, the
+# `k6 x regime` subcommand and the xk6-regime-influxdb output), built with
+# xk6 from this repository, and the scenario kit under /kit.
 # Build context: the repository root (docker-compose.yml sets it).
+#
+#   docker build -f deploy/k6.Dockerfile -t xk6-regime/k6:dev .
 
 # xk6 image pinned by tag: v1.4.5 is a published xk6 release (its release
-# notes); the build itself was not run here (no Docker engine). Its Go
-# toolchain fetches the go.mod toolchain
-# (go 1.26.x) through GOTOOLCHAIN=auto when it is older.
+# notes), and v1.4.0 is the first xk6 that resolves k6 v2. The image build
+# was not run here (no Docker engine); `xk6 build` v1.4.5, built from its
+# source, was. go.mod asks for Go 1.25.0 (k6 v2.2.0's minimum), so the
+# image's own Go toolchain builds it; GOTOOLCHAIN=auto fetches a newer one
+# only if a future go.mod asks for it.
 FROM grafana/xk6:1.4.5 AS build
 WORKDIR /src
 COPY . .
 ENV GOTOOLCHAIN=auto CGO_ENABLED=0
-# --with MODULE=. replaces the module by this checkout
+# --with MODULE=. replaces the module by this checkout (the demo service's
+# nested module, demo/, is not part of it)
 RUN xk6 build v2.2.0 \
       --output /out/k6 \
       --with github.com/xk6-regime/xk6-regime=.
@@ -18,7 +24,10 @@ RUN xk6 build v2.2.0 \
 FROM debian:12.7-slim
 RUN useradd --uid 12345 --create-home k6
 COPY --from=build /out/k6 /usr/bin/k6
-COPY scenarios /scenarios
+# the kit: scenarios/combined.js imports ../thresholds/ and loads
+# proto/events.proto, so both folders keep their relative places
+COPY scenarios /kit/scenarios
+COPY thresholds /kit/thresholds
 USER k6
 WORKDIR /home/k6
 ENTRYPOINT ["k6"]

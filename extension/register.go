@@ -17,7 +17,15 @@ var theModule = newRootModule()
 func init() {
 	modules.Register("k6/x/regime", theModule)
 	subcommand.RegisterExtension("regime", newCommand)
-	output.RegisterExtension(influxOutputName, func(p output.Params) (output.Output, error) {
-		return newInfluxOutput(p, theModule.rs)
-	})
+	output.RegisterExtension(influxOutputName, newOutput)
+}
+
+// newOutput constructs the xk6-regime-influxdb output. It is a named
+// function, not a closure, because k6 names a registration after its
+// constructor: `k6 version` prints the module path of the build-info
+// dependency whose path prefixes the function's name, and when there is
+// none (this module built as the main module, a plain `go build ./cmd/k6`)
+// the function's full name, which for a closure is `extension.init.0.func1`.
+func newOutput(p output.Params) (output.Output, error) {
+	return newInfluxOutput(p, theModule.rs)
 }

@@ -1,5 +1,5 @@
 // Combined HTTP + gRPC scenario of the xk6-regime kit, aimed at the demo
-// service (cmd/demo-service) or any service with the same API.
+// service (demo/cmd/demo-service) or any service with the same API.
 //
 //   k6 run scenarios/combined.js                       # short profile, 127.0.0.1:8080 / :9090
 //   PROFILE=full k6 run scenarios/combined.js          # the real 32.5-minute run
@@ -113,7 +113,7 @@ regime.configure(options, {
 });
 
 const grpcClient = new grpc.Client();
-grpcClient.load([], '../demo/proto/events.proto');
+grpcClient.load([], 'proto/events.proto'); // a copy of demo/proto/events.proto
 let grpcConnected = false;
 
 const CHALLENGES = ['daily-login', 'win-3-matches', 'score-5000'];

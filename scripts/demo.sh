@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make demo: start the demo service on 127.0.0.1 (embedded database), run the
-# combined scenario on the short profile against it, stop the service. The
-# exit status is k6's.
+# combined scenario on the short profile against it (or SCRIPT), stop the
+# service. The exit status is k6's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +9,7 @@ HTTP_ADDR=${DEMO_HTTP_ADDR:-127.0.0.1:18080}
 GRPC_ADDR_=${DEMO_GRPC_ADDR:-127.0.0.1:19090}
 PROFILE=${PROFILE:-short}
 VARIANT=${VARIANT:-gradual}
+SCRIPT=${SCRIPT:-scenarios/combined.js}
 log=$(mktemp -t demo-service.XXXXXX.log)
 
 ./bin/demo-service -http-addr "$HTTP_ADDR" -grpc-addr "$GRPC_ADDR_" 2>"$log" &
@@ -24,7 +25,7 @@ done
 
 set +e
 BASE_URL="http://$HTTP_ADDR" GRPC_ADDR="$GRPC_ADDR_" PROFILE="$PROFILE" VARIANT="$VARIANT" \
-  ./k6 run --no-usage-report scenarios/combined.js
+  ./k6 run --no-usage-report "$SCRIPT"
 code=$?
 set -e
 latest=$(ls -1dt results/*/ 2>/dev/null | head -1)

@@ -11,6 +11,8 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # the live harness's JIT services: a JDK (javac, java) and Node.js
 command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+# actionlint runs shellcheck on the workflow's run: steps (the test requires it)
+command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
@@ -39,4 +41,6 @@ fi
 
 # a real InfluxDB OSS 1.8 for the output's end-to-end tests (Go module proxy, ~40 s once)
 ./scripts/influxd.sh install
+# the pinned actionlint and kubeconform (Go module proxy, ~20 s once)
+make --no-print-directory tools
 echo "deps: ok"

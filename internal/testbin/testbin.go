@@ -1,7 +1,7 @@
 // Package testbin gives end-to-end tests the binaries built from this
-// repository: k6 with the extension and the demo service, taken from
-// $K6_BIN / $DEMO_BIN (make test builds them first) or built once per test
-// process.
+// repository: k6 with the extension and the demo service (its own Go
+// module, demo/), taken from $K6_BIN / $DEMO_BIN (make test builds them
+// first) or built once per test process.
 package testbin
 
 import (
@@ -26,15 +26,17 @@ func RepoRoot(tb testing.TB) string {
 }
 
 type binary struct {
-	env, pkg, name string
-	once           sync.Once
-	path           string
-	err            error
+	// dir is the module directory (relative to the repository root) that
+	// pkg is built in
+	env, dir, pkg, name string
+	once                sync.Once
+	path                string
+	err                 error
 }
 
 var (
-	k6   = &binary{env: "K6_BIN", pkg: "./cmd/k6", name: "k6"}
-	demo = &binary{env: "DEMO_BIN", pkg: "./cmd/demo-service", name: "demo-service"}
+	k6   = &binary{env: "K6_BIN", dir: ".", pkg: "./cmd/k6", name: "k6"}
+	demo = &binary{env: "DEMO_BIN", dir: "demo", pkg: "./cmd/demo-service", name: "demo-service"}
 )
 
 // K6 returns the k6 binary with the extension.
@@ -58,7 +60,7 @@ func (b *binary) get(tb testing.TB) string {
 		}
 		b.path = filepath.Join(dir, b.name)
 		cmd := exec.Command("go", "build", "-o", b.path, b.pkg)
-		cmd.Dir = RepoRoot(tb)
+		cmd.Dir = filepath.Join(RepoRoot(tb), b.dir)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("building %s: %w\n%s", b.pkg, err, out)
 		}
