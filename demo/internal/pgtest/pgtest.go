@@ -1,5 +1,6 @@
-// Package pgtest starts a throw-away PostgreSQL cluster for tests: the demo
-// service's store tests and the scenario kit's end-to-end tests.
+// Package pgtest starts a throw-away PostgreSQL cluster on 127.0.0.1: for the
+// demo service's store tests, the scenario kit's end-to-end tests and the
+// live tag-quality harness (demo service with PostgreSQL).
 package pgtest
 
 import (
@@ -41,33 +42,61 @@ func binDir() string {
 
 // Start runs a throw-away cluster on a free 127.0.0.1 port and
 // returns its URL; the cluster is stopped and deleted at cleanup. As root
-// (initdb refuses root) the server runs as user postgres, or nobody.
+// (initdb refuses root) the server runs as user postgres, or nobody. It
+// skips the test when the server binaries are not installed.
 func Start(tb testing.TB) string {
 	tb.Helper()
-	bin := binDir()
-	if bin == "" {
+	if BinDir() == "" {
 		tb.Skip("PostgreSQL server binaries (initdb, pg_ctl) not found on PATH or in /usr/lib/postgresql/*/bin; " +
 			"install them with: apt-get install -y postgresql")
 	}
-	dir, err := os.MkdirTemp("", "xk6-regime-pg-")
+	url, stop, err := StartCluster()
 	require.NoError(tb, err)
-	tb.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(tb, os.Chmod(dir, 0o755))
+	tb.Cleanup(func() { require.NoError(tb, stop()) })
+	return url
+}
 
+// BinDir is where initdb and pg_ctl are: on PATH, else the newest Debian
+// /usr/lib/postgresql/*/bin; "" when not installed.
+func BinDir() string { return binDir() }
+
+// StartCluster runs a throw-away cluster on a free 127.0.0.1 port and returns
+// its URL and a function that stops it and deletes its files. As root (initdb
+// refuses root) the server runs as user postgres, or nobody.
+func StartCluster() (url string, stop func() error, err error) {
+	bin := binDir()
+	if bin == "" {
+		return "", nil, fmt.Errorf("PostgreSQL server binaries (initdb, pg_ctl) not found on PATH or in " +
+			"/usr/lib/postgresql/*/bin; install them with: apt-get install -y postgresql")
+	}
+	dir, err := os.MkdirTemp("", "xk6-regime-pg-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	if err := os.Chmod(dir, 0o755); err != nil {
+		cleanup()
+		return "", nil, err
+	}
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
 			u, err = user.Lookup("nobody")
 		}
-		require.NoError(tb, err, "running as root needs a user postgres or nobody to run the server")
+		if err != nil {
+			cleanup()
+			return "", nil, fmt.Errorf("running as root needs a user postgres or nobody to run the server: %w", err)
+		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
-		require.NoError(tb, os.Chown(dir, uid, gid))
+		if err := os.Chown(dir, uid, gid); err != nil {
+			cleanup()
+			return "", nil, err
+		}
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	run := func(name string, args ...string) {
-		tb.Helper()
+	run := func(name string, args ...string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, filepath.Join(bin, name), args...)
@@ -76,19 +105,36 @@ func Start(tb testing.TB) string {
 		if cred != nil {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		}
-		out, err := cmd.CombinedOutput()
-		require.NoError(tb, err, "%s %v:\n%s", name, args, out)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %v: %w\n%s", name, args, err, out)
+		}
+		return nil
 	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(tb, err)
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(tb, ln.Close())
-
+	if err := ln.Close(); err != nil {
+		cleanup()
+		return "", nil, err
+	}
 	data := filepath.Join(dir, "data")
-	run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions")
+	if err := run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"); err != nil {
+		cleanup()
+		return "", nil, err
+	}
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off", port, dir)
-	run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "20", "start")
-	tb.Cleanup(func() { run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop") })
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	if err := run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "20", "start"); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	stop = func() error {
+		err := run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+		cleanup()
+		return err
+	}
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
 }
