@@ -335,3 +335,46 @@ func (d *Detector) svcResume() bool {
 	d.hasPrev = false
 	return true
 }
+
+// Drift compares the two halves of the current steady state, for the end
+// of a run: the relative change of the median of the window medians of its
+// second half against its first (0.3 = 30% slower), over the windows closed
+// since the steady state started (those still in the ring of max_windows).
+// ok is false when the detector is not steady, does not use the service
+// method, or the steady state spans fewer than stable_windows windows
+// (too short for halves; the gate fraction judges those). Held is whether
+// the change lies within median_tolerance: a level that kept moving by
+// more than the level band after it was declared is no steady state, even
+// when it moved too slowly, window to window, to be a relapse (latency
+// that grows like the square root of time: +30% between the halves of a
+// 6 s steady state, never +50% within 5 windows).
+func (d *Detector) Drift() (change float64, held, ok bool) {
+	if !d.hasSteady || d.regime != Steady || d.cfg.Method != MethodService {
+		return 0, false, false
+	}
+	lo := d.firstAfter(d.steadyStart.Index)
+	// the window the steady state starts in is mixed: skip it
+	if lo < len(d.ring) && d.ring[lo].first.Index < d.steadyStart.Index {
+		lo++
+	}
+	n := len(d.ring) - lo
+	if n < d.cfg.StableWindows {
+		return 0, false, false
+	}
+	h := n / 2
+	a := make([]float64, 0, h)
+	b := make([]float64, 0, h)
+	for j := lo; j < lo+h; j++ {
+		a = append(a, d.ring[j].med)
+	}
+	for j := len(d.ring) - h; j < len(d.ring); j++ {
+		b = append(b, d.ring[j].med)
+	}
+	ma, mb := median(a), median(b)
+	if ma <= 0 || mb <= 0 {
+		return 0, true, true
+	}
+	change = mb/ma - 1
+	band := math.Log1p(d.cfg.MedianTolerance)
+	return change, math.Abs(math.Log(mb/ma)) <= band, true
+}

@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,11 @@ type gateVerdict struct {
 	// fraction of the scenario's time the final steady state spans (0 when
 	// not steady at the end)
 	fraction float64
+	// drift: the change of the level between the halves of the final
+	// steady state (of the scope that moved most; measured when it spans
+	// stable_windows windows); drifted: beyond median_tolerance
+	drifted, measured bool
+	drift             float64
 }
 
 // verdict judges the steady gate on what the detectors have seen. Callers
@@ -105,13 +111,16 @@ func (s *scenarioState) verdict() gateVerdict {
 			if p := sc.det.Snapshot().DeclaredAt; p != nil && p.Time > declared {
 				declared = p.Time
 			}
+			if c, held, ok := sc.det.Drift(); ok && (!v.measured || math.Abs(c) > math.Abs(v.drift)) {
+				v.measured, v.drifted, v.drift = true, !held, c
+			}
 		}
 		span := s.lastSeen.Sub(start)
 		if span > 0 {
 			v.fraction = float64(s.lastSeen.UnixNano()-declared) / float64(span)
 			v.fraction = min(max(v.fraction, 0), 1)
 		}
-		v.held = v.fraction >= s.cfg.GateFraction
+		v.held = v.fraction >= s.cfg.GateFraction && !v.drifted
 	}
 	return v
 }

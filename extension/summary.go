@@ -73,6 +73,10 @@ func (st *scenarioState) summary() map[string]any {
 	out["steady"] = g.held
 	out["held_fraction"] = g.fraction
 	out["gate_fraction"] = st.cfg.GateFraction
+	out["level_drift"] = nil
+	if g.measured {
+		out["level_drift"] = g.drift
+	}
 	if st.ttssPushed {
 		out["ttss_ms"] = ms(st.ttss)
 		out["declared_after_ms"] = ms(st.declaredAfter)

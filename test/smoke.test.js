@@ -8,7 +8,7 @@ import { check } from 'k6';
 import exec from 'k6/execution';
 import regime from 'k6/x/regime';
 
-const N = 1200;
+const N = 4000;
 
 export const options = {
   scenarios: {
@@ -24,7 +24,9 @@ export const options = {
   },
 };
 
-regime.configure(options, { scenarios: { smoke: { input: 'observe' } } });
+// observations without time between them: the benchmark method (windows
+// of observations, not of seconds)
+regime.configure(options, { scenarios: { smoke: { input: 'observe', detector: { method: 'benchmark' } } } });
 
 // value(i): 40 cold observations decaying from 90 towards 10, then a level of
 // 10 with a deterministic wobble of +-2%.

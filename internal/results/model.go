@@ -73,8 +73,14 @@ type Scenario struct {
 	// GateFraction of it.
 	HeldFraction float64 `json:"held_fraction"`
 	GateFraction float64 `json:"gate_fraction"`
-	Iterations   int64   `json:"iterations"`
-	Untagged     int64   `json:"untagged"`
+	// LevelDrift is the change of the level between the halves of the
+	// final steady state (0.3: the second half 30% slower); beyond the
+	// detector's median_tolerance the gate fails. Nil when not measured
+	// (not steady at the end, or a steady state shorter than stable_windows
+	// windows, or the benchmark method).
+	LevelDrift *float64 `json:"level_drift"`
+	Iterations int64    `json:"iterations"`
+	Untagged   int64    `json:"untagged"`
 	// TTSSMs is the time to steady state: from the scenario start to the
 	// (retroactive) start of the steady segment; nil when never reached.
 	TTSSMs          *float64 `json:"ttss_ms"`

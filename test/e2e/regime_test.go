@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,14 +16,17 @@ import (
 // regimeSummary is the part of regime.summary() the tests read.
 type regimeSummary struct {
 	Scenarios map[string]struct {
-		Iterations int64    `json:"iterations"`
-		Untagged   int64    `json:"untagged"`
-		Class      string   `json:"class"`
-		Regime     string   `json:"regime"`
-		Relapses   int64    `json:"relapses"`
-		Steady     bool     `json:"steady"`
-		TTSS       *float64 `json:"ttss_ms"`
-		Regimes    map[string]struct {
+		Iterations   int64    `json:"iterations"`
+		Untagged     int64    `json:"untagged"`
+		Class        string   `json:"class"`
+		Regime       string   `json:"regime"`
+		Relapses     int64    `json:"relapses"`
+		Steady       bool     `json:"steady"`
+		HeldFraction float64  `json:"held_fraction"`
+		GateFraction float64  `json:"gate_fraction"`
+		LevelDrift   *float64 `json:"level_drift"`
+		TTSS         *float64 `json:"ttss_ms"`
+		Regimes      map[string]struct {
 			Count int64    `json:"count"`
 			P50   *float64 `json:"p50"`
 			Max   *float64 `json:"max"`
@@ -69,7 +73,9 @@ export const options = {
   },
 };
 
-regime.configure(options, {});
+// windows of 500 ms: the level after the warm-up ramp (~2 s) holds its 12
+// windows by ~8 s, early enough in 20 s for the gate fraction
+regime.configure(options, { detector: { window_min_duration: '500ms' } });
 
 export default function () {
   const res = http.get(__ENV.BASE_URL + '/item', { tags: { endpoint: 'item' } });
@@ -144,8 +150,14 @@ func TestRegimeTagsAndCounts(t *testing.T) {
 		require.NotNil(t, sc.DeclaredAt)
 		require.LessOrEqual(t, sc.SteadyStart.Index, sc.DeclaredAt.Index)
 	} else {
-		require.Positive(t, sc.Relapses, "not steady at the end without a reported relapse (class %s, regime %s)", sc.Class, sc.Regime)
+		// not held: a relapse, or a final steady state too short or whose
+		// level drifted, each reported
 		require.Contains(t, res.Stderr, "not held to the end in load")
+		drifted := sc.LevelDrift != nil && math.Abs(math.Log1p(*sc.LevelDrift)) > math.Log1p(0.25)
+		require.True(t, sc.Relapses > 0 || sc.HeldFraction < sc.GateFraction || drifted,
+			"not held without a reason (class %s, regime %s, relapses %d, held %.2f of %.2f, drift %v)",
+			sc.Class, sc.Regime, sc.Relapses, sc.HeldFraction, sc.GateFraction, sc.LevelDrift)
+		t.Logf("the steady gate was not held on this run (relapses %d, held %.2f, drift %v)", sc.Relapses, sc.HeldFraction, sc.LevelDrift)
 	}
 	require.Equal(t, perRegime["cold"], sc.ColdStart.Iterations)
 	require.Positive(t, sc.ColdStart.DurationMs)
@@ -182,7 +194,13 @@ func TestNeverSettlingServerFailsTheGate(t *testing.T) {
 	script := strings.ReplaceAll(gateScript, "${REPO}", repoRoot(t))
 	res := runK6(t, script, map[string]string{"BASE_URL": srv.URL})
 	require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
-	require.Contains(t, res.Stderr, "steady state was never reached in gameplay")
+	// with 250 ms windows a level that grows like the square root of time
+	// (a closed model on latency proportional to the request count) can look
+	// flat for 9 windows; then the halves of the steady state disagree at
+	// the end
+	if !strings.Contains(res.Stderr, "steady state was never reached in gameplay") {
+		require.Regexp(t, `reached but not held to the end in gameplay: its level drifted by \+\d+%`, res.Stderr)
+	}
 	require.Contains(t, res.Stderr, "regime_steady")
 }
 

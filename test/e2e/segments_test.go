@@ -420,13 +420,13 @@ func wholeLoadDetection(t *testing.T, m *results.Run) detection {
 	require.NotNil(t, sd)
 	require.False(t, sd.Info.Aggregated, "every iteration is in the series")
 	var b strings.Builder
-	b.WriteString("ms\n")
+	b.WriteString("end_ms,ms\n")
 	for _, p := range sd.Points {
-		fmt.Fprintf(&b, "%g\n", p.Med)
+		fmt.Fprintf(&b, "%.3f,%g\n", p.EndMs, p.Med)
 	}
 	csv := filepath.Join(t.TempDir(), "whole.csv")
 	require.NoError(t, os.WriteFile(csv, []byte(b.String()), 0o600))
-	code, out := regimeCmd(t, "detect", "--preset", "service", "--column", "ms", csv)
+	code, out := regimeCmd(t, "detect", "--preset", "service", "--column", "ms", "--time", "end_ms", "--time-unit", "ms", csv)
 	require.Equal(t, 0, code, out)
 	var res struct {
 		SteadyStart *int64 `json:"steady_start"`
