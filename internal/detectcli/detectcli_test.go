@@ -173,8 +173,8 @@ func TestRun(t *testing.T) {
 			wantErr: []string{"quote.csv: parse error on line 3", `bare " in non-quoted-field`, "badheader.csv: header:", "extraneous or missing"},
 		},
 		{
-			name: "NaN, infinite, negative, zero and unscalable values are errors naming line and column",
-			args: []string{badValue("NaN"), badValue("-Inf"), badValue("-1"), badValue("0"), badValue("5e-324"), good},
+			name:     "NaN, infinite, negative, zero and unscalable values are errors naming line and column",
+			args:     []string{badValue("NaN"), badValue("-Inf"), badValue("-1"), badValue("0"), badValue("5e-324"), good},
 			wantCode: 1, wantLines: 1,
 			wantErr: []string{
 				`value-NaN.csv: line 3: column "seconds_per_op": "NaN": NaN is not a finite number`,
@@ -185,8 +185,8 @@ func TestRun(t *testing.T) {
 			},
 		},
 		{
-			name: "NaN, negative and overflowing timestamps are errors naming line and column",
-			args: []string{"--time", "ts", badTime("nan", "NaN"), badTime("neg", "-0.5"), badTime("big", "1e10")},
+			name:     "NaN, negative and overflowing timestamps are errors naming line and column",
+			args:     []string{"--time", "ts", badTime("nan", "NaN"), badTime("neg", "-0.5"), badTime("big", "1e10")},
 			wantCode: 1,
 			wantErr: []string{
 				`time-nan.csv: line 3: time column "ts": "NaN" (--time-unit s): NaN is not a finite number`,
