@@ -183,7 +183,15 @@ func TestConfigureContext(t *testing.T) {
 	_, err := rt.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {scope:'scenario'})`)
 	require.NoError(t, err)
 	_, err = rt.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {scope:'endpoint'})`)
-	require.ErrorContains(t, err, "different settings")
+	require.ErrorContains(t, err, "called twice in this script with different settings", "one script, not another VU")
+	_, err = rt.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {scope:'scenario'})`)
+	require.NoError(t, err, "the same settings again are harmless")
+
+	other := modulestest.NewRuntime(t) // another VU's init context
+	omi := root.NewModuleInstance(other.VU).(*moduleInstance)
+	require.NoError(t, other.VU.Runtime().Set("regime", omi.Exports().Default))
+	_, err = other.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {scope:'endpoint'})`)
+	require.ErrorContains(t, err, "another VU's init context")
 	_, err = rt.VU.Runtime().RunString(`regime.wrap(42)`)
 	require.ErrorContains(t, err, "regime.wrap: expected a function")
 
@@ -191,5 +199,5 @@ func TestConfigureContext(t *testing.T) {
 	_, err = rt.VU.Runtime().RunString(`regime.configure({}, {})`)
 	require.ErrorContains(t, err, "must be called in the init context")
 	_, err = rt.VU.Runtime().RunString(`regime.observe(-1)`)
-	require.ErrorContains(t, err, "finite number > 0")
+	require.ErrorContains(t, err, "-1 is not > 0")
 }
