@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +69,10 @@ func (r *rootModule) NewModuleInstance(vu modules.VU) modules.Instance {
 			common.Throw(vu.Runtime(), err)
 		}
 		r.endOnce.Do(func() { r.end.install(env.Registry, env.Logger, vu.Events()) })
+		if env.TestPreInitState != nil {
+			ro := env.RuntimeOptions
+			r.rs.engineOff.Store(strings.EqualFold(ro.SummaryMode.String, "disabled") && ro.NoThresholds.Bool)
+		}
 	}
 	if err := mi.installIterationHook(); err != nil {
 		common.Throw(vu.Runtime(), err)
