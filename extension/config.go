@@ -37,12 +37,22 @@ var (
 	validInputs  = []string{inputIteration, inputRequest, inputObserve}
 )
 
+// Bounds of maxEndpoints: the endpoint values per scenario that get a
+// detector (scope endpoint) and rows of their own in the request breakdown.
+const (
+	defaultMaxEndpoints = 100
+	maxMaxEndpoints     = 100_000
+)
+
 // scenarioConfig is the detection set-up of one scenario.
 type scenarioConfig struct {
 	Scope       string          `json:"scope"`
 	Input       string          `json:"input"`
 	EndpointTag string          `json:"endpointTag"`
 	Detector    detector.Config `json:"detector"`
+	// MaxEndpoints caps the endpoint values of the scenario: further values
+	// share one detector and one request row each, endpoint "(other)".
+	MaxEndpoints int `json:"maxEndpoints"`
 }
 
 // config is everything regime.configure() accepts. It is immutable once the
@@ -59,10 +69,11 @@ type config struct {
 
 func defaultScenarioConfig() scenarioConfig {
 	return scenarioConfig{
-		Scope:       scopeScenario,
-		Input:       inputIteration,
-		EndpointTag: "endpoint",
-		Detector:    detector.ServiceConfig(),
+		Scope:        scopeScenario,
+		Input:        inputIteration,
+		EndpointTag:  "endpoint",
+		Detector:     detector.ServiceConfig(),
+		MaxEndpoints: defaultMaxEndpoints,
 	}
 }
 
@@ -80,20 +91,22 @@ func (c *config) forScenario(name string) scenarioConfig {
 
 // rawConfig is the JSON shape of the second argument of regime.configure().
 type rawConfig struct {
-	Tagging     *string                    `json:"tagging"`
-	Track       []string                   `json:"track"`
-	Scope       *string                    `json:"scope"`
-	Input       *string                    `json:"input"`
-	EndpointTag *string                    `json:"endpointTag"`
-	Detector    json.RawMessage            `json:"detector"`
-	Scenarios   map[string]json.RawMessage `json:"scenarios"`
+	Tagging      *string                    `json:"tagging"`
+	Track        []string                   `json:"track"`
+	Scope        *string                    `json:"scope"`
+	Input        *string                    `json:"input"`
+	EndpointTag  *string                    `json:"endpointTag"`
+	Detector     json.RawMessage            `json:"detector"`
+	MaxEndpoints *int                       `json:"maxEndpoints"`
+	Scenarios    map[string]json.RawMessage `json:"scenarios"`
 }
 
 type rawScenario struct {
-	Scope       *string         `json:"scope"`
-	Input       *string         `json:"input"`
-	EndpointTag *string         `json:"endpointTag"`
-	Detector    json.RawMessage `json:"detector"`
+	Scope        *string         `json:"scope"`
+	Input        *string         `json:"input"`
+	EndpointTag  *string         `json:"endpointTag"`
+	Detector     json.RawMessage `json:"detector"`
+	MaxEndpoints *int            `json:"maxEndpoints"`
 }
 
 // parseConfig builds and validates a configuration from the script's
@@ -124,7 +137,8 @@ func parseConfig(optionsJSON, settingsJSON []byte) (*config, error) {
 		}
 	}
 	errs = append(errs, applyScenario(&cfg.Defaults, "",
-		rawScenario{Scope: raw.Scope, Input: raw.Input, EndpointTag: raw.EndpointTag, Detector: raw.Detector})...)
+		rawScenario{Scope: raw.Scope, Input: raw.Input, EndpointTag: raw.EndpointTag, Detector: raw.Detector,
+			MaxEndpoints: raw.MaxEndpoints})...)
 
 	names := make([]string, 0, len(raw.Scenarios))
 	for name := range raw.Scenarios {
@@ -181,6 +195,14 @@ func applyScenario(sc *scenarioConfig, prefix string, rs rawScenario) []error {
 	if sc.Scope == scopeScenario && sc.Input == inputRequest {
 		errs = append(errs, fmt.Errorf("option '%sinput' is %q, which needs '%sscope' to be %q",
 			prefix, inputRequest, prefix, scopeEndpoint))
+	}
+	if rs.MaxEndpoints != nil {
+		sc.MaxEndpoints = *rs.MaxEndpoints
+	}
+	if sc.MaxEndpoints < 1 || sc.MaxEndpoints > maxMaxEndpoints {
+		errs = append(errs, fmt.Errorf("option '%smaxEndpoints' is %d; valid values: 1..%d (each endpoint value holds a detector "+
+			"with scope 'endpoint', about 144 KiB with the default detector options, and its request rows, about 24 KiB per phase and regime)",
+			prefix, sc.MaxEndpoints, maxMaxEndpoints))
 	}
 	if sc.EndpointTag == "" {
 		errs = append(errs, fmt.Errorf("option '%sendpointTag' is empty; give the name of the tag that names endpoints", prefix))

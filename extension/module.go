@@ -68,7 +68,12 @@ func (r *rootModule) NewModuleInstance(vu modules.VU) modules.Instance {
 		if err := r.rs.install(env.Registry, env.Logger, vu.Events()); err != nil {
 			common.Throw(vu.Runtime(), err)
 		}
-		r.endOnce.Do(func() { r.end.install(env.Registry, env.Logger, vu.Events()) })
+		r.endOnce.Do(func() {
+			r.end.install(env.Registry, env.Logger, vu.Events())
+			if env.Logger != nil {
+				r.rs.bd.setLogger(env.Logger)
+			}
+		})
 		if env.TestPreInitState != nil {
 			ro := env.RuntimeOptions
 			r.rs.engineOff.Store(strings.EqualFold(ro.SummaryMode.String, "disabled") && ro.NoThresholds.Bool)
@@ -233,6 +238,7 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 	if err := mi.rs.setConfig(cfg); err != nil {
 		return err
 	}
+	mi.rs.bd.setMaxEndpoints(func(scenario string) int { return cfg.forScenario(scenario).MaxEndpoints })
 	mi.root.cfgJSON = key
 	return mi.applyTagging(cfg)
 }

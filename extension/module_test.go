@@ -139,6 +139,7 @@ func TestConfigureValidation(t *testing.T) {
 		{"request needs endpoint", `{"input":"request"}`, "needs 'scope' to be \"endpoint\""},
 		{"detector range", `{"scenarios":{"gameplay":{"detector":{"median_tolerance":-1}}}}`, "option 'scenarios.gameplay.detector': median_tolerance"},
 		{"detector unknown", `{"detector":{"windowz":3}}`, `option 'detector': unknown field "windowz"`},
+		{"maxEndpoints", `{"scenarios":{"gameplay":{"maxEndpoints":0}}}`, "option 'scenarios.gameplay.maxEndpoints' is 0; valid values: 1..100000"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -225,6 +226,19 @@ func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*result
 	s.Series.WindowsDropped = r.windowsDropped
 	r.mu.Unlock()
 
+	for _, name := range s.SortedScenarios() {
+		l := s.Scenarios[name].EndpointLimit
+		if l == nil {
+			continue
+		}
+		at := ""
+		if !l.ValuesExact {
+			at = "at least "
+		}
+		s.Warnings = append(s.Warnings, fmt.Sprintf("scenario %s: %s%d endpoint values beyond maxEndpoints %d (e.g. %s): "+
+			"%d requests counted under endpoint %s, %d observations fed to its detector", name, at, l.Values, l.Max,
+			strings.Join(l.Examples, ", "), l.Requests, otherEndpoint, l.Observations))
+	}
 	s.Environment = env
 	switch {
 	case in.RunStarted != nil:

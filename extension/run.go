@@ -279,6 +279,7 @@ func (rs *runState) scenario(name string) *scenarioState {
 	defer rs.mu.Unlock()
 	if st = rs.scenarios[name]; st == nil {
 		st = newScenarioState(name, rs.cfg.Load().forScenario(name))
+		st.logger = rs.logger
 		rs.scenarios[name] = st
 	}
 	return st

@@ -90,6 +90,25 @@ type Scenario struct {
 	Transitions []Transition     `json:"transitions"`
 	// Endpoints holds per-endpoint detections for scope "endpoint".
 	Endpoints map[string]*Detection `json:"endpoints,omitempty"`
+	// EndpointLimit reports the endpoint values beyond the scenario's
+	// maxEndpoints; nil when there were none.
+	EndpointLimit *EndpointLimit `json:"endpoint_limit,omitempty"`
+}
+
+// EndpointLimit is what went beyond a scenario's cap on endpoint values:
+// requests of further values share the request rows of endpoint "(other)",
+// and with scope "endpoint" their observations share one detector.
+type EndpointLimit struct {
+	Max int `json:"max"`
+	// Values counts the distinct values beyond the cap (a lower bound when
+	// ValuesExact is false: counting stops at 10,000).
+	Values      int  `json:"values"`
+	ValuesExact bool `json:"values_exact"`
+	// Requests went to the "(other)" request rows; Observations to the
+	// "(other)" detector.
+	Requests     int64    `json:"requests"`
+	Observations int64    `json:"observations"`
+	Examples     []string `json:"examples"`
 }
 
 // Detection is one endpoint detector's findings.
