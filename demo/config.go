@@ -59,7 +59,7 @@ func (c *Config) settings() []setting {
 		{"http-addr", "DEMO_HTTP_ADDR", "HTTP listen address (loopback unless -allow-remote)", &c.HTTPAddr},
 		{"grpc-addr", "DEMO_GRPC_ADDR", "gRPC listen address (loopback unless -allow-remote)", &c.GRPCAddr},
 		{"allow-remote", "DEMO_ALLOW_REMOTE", "allow listening on non-loopback addresses", &c.AllowRemote},
-		{"database-url", "DATABASE_URL", "PostgreSQL URL (pgx); empty = embedded simulated database", &c.DatabaseURL},
+		{"database-url", "DATABASE_URL", "PostgreSQL `URL` (pgx); empty = embedded simulated database", &c.DatabaseURL},
 		{"pool-max", "DEMO_POOL_MAX", "most database connections (1-1000)", &c.PoolMax},
 		{"conn-setup", "DEMO_CONN_SETUP", "time to open one simulated connection (0-10s)", &c.ConnSetup},
 		{"query-time", "DEMO_QUERY_TIME", "time a simulated query holds its connection (0-1s)", &c.QueryTime},
