@@ -43,17 +43,24 @@ vet:
 E2E_PKGS := ./test/...
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
-## test: vet, build k6 and the demo service, unit tests with -race, the hindsight corpus check without it, then end-to-end tests (real k6, PostgreSQL, InfluxDB) one package at a time
+## test: vet, build k6 and the demo service, unit tests with -race, the hindsight corpus check without it, every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB) one package at a time
 .PHONY: test
 test: vet build build-demo
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
 	set -o pipefail; $(GO) test -count=1 -timeout 10m -run '^TestCorpusHindsight$$' -v ./detector/ | grep -v '^=== '
+	GO=$(GO) FUZZTIME=5s ./scripts/fuzz.sh
 	K6_BIN=$(CURDIR)/k6 DEMO_BIN=$(CURDIR)/bin/demo-service $(GO) test -race -count=1 -p 1 -timeout 20m $(E2E_PKGS)
 
 ## test-short: the fast unit tests only
 .PHONY: test-short
 test-short:
 	$(GO) test -short -count=1 ./detector/... ./extension/... ./internal/...
+
+## fuzz: run every Go fuzz target for FUZZTIME each (default 60s); failing inputs land in testdata/fuzz/ (commit them)
+FUZZTIME ?= 60s
+.PHONY: fuzz
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 ## bench: Go benchmarks (-benchmem) of the detector and the extension's per-sample path, then paired stock-vs-extension k6 runs
 .PHONY: bench

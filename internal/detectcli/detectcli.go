@@ -246,19 +246,19 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 	col := len(header) - 1
 	if o.column != "" {
 		if col = find(o.column); col < 0 {
-			return fmt.Errorf("no column %q (columns: %s)", o.column, strings.Join(header, ","))
+			return fmt.Errorf("no column %q (columns: %s)", o.column, quoteAll(header))
 		}
 	}
 	grp := -1
 	if o.group != "" {
 		if grp = find(o.group); grp < 0 {
-			return fmt.Errorf("no group column %q (columns: %s)", o.group, strings.Join(header, ","))
+			return fmt.Errorf("no group column %q (columns: %s)", o.group, quoteAll(header))
 		}
 	}
 	tcol := -1
 	if o.timeCol != "" {
 		if tcol = find(o.timeCol); tcol < 0 {
-			return fmt.Errorf("no time column %q (columns: %s)", o.timeCol, strings.Join(header, ","))
+			return fmt.Errorf("no time column %q (columns: %s)", o.timeCol, quoteAll(header))
 		}
 	}
 	unit := map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[o.timeUnit]

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.k6.io/k6/v2/errext"
@@ -105,4 +107,14 @@ func (o *overflow) warning(maxGroups int) string {
 	return fmt.Sprintf("%s%d groups beyond --max-groups %d (%d rows) were not analysed; they are counted in the \"other\" line. "+
 		"Raise --max-groups to analyse them (each group holds a detector: about 240 KiB allocated, 22 KiB resident)",
 		at, len(o.seen), maxGroups, o.rows)
+}
+
+// quoteAll lists column names quoted, so that a name holding a comma, a
+// quote or a line break reads unambiguously in a one-line message.
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
