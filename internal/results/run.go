@@ -198,8 +198,8 @@ type WriteOptions struct {
 }
 
 // WriteDir finalizes the run and writes its folder (created if needed):
-// summary.json, hdr/*.hlog, requests.hlog, series/*.csv, windows.csv and,
-// when asked, report.html.
+// hdr/*.hlog, requests.hlog, series/*.csv, windows.csv, report.html when
+// asked, and summary.json last.
 func (r *Run) WriteDir(dir string, opt WriteOptions) error {
 	r.Finalize()
 	if err := os.MkdirAll(filepath.Join(dir, hdrDir), 0o755); err != nil { //nolint:gosec // a results folder users read
@@ -241,15 +241,13 @@ func (r *Run) WriteDir(dir string, opt WriteOptions) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
-	if err := writeSummary(dir, s, false); err != nil {
-		return err
-	}
 	if opt.Report {
 		if err := r.WriteReport(filepath.Join(dir, ReportFile)); err != nil {
 			return err
 		}
 	}
-	return nil
+	// last: a folder without summary.json is no results folder to any tool
+	return writeSummary(dir, s, false)
 }
 
 // writeSummary writes summary.json into dir (through a temporary file and a

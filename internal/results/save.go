@@ -16,8 +16,9 @@ import (
 // PartialPrefix starts the name of a folder being written: a run folder is
 // written under a hidden temporary name beside its final one and renamed into
 // place when complete, so a folder with a run's name is always complete. A
-// process killed while writing leaves a .partial-* folder that no tool reads;
-// delete it.
+// process killed while writing leaves a hidden .partial-* folder (summary.json,
+// written last, is missing unless the kill came after the last write); it is
+// no results folder: delete it.
 const PartialPrefix = ".partial-"
 
 // ErrExists is returned when the folder to write already exists: results are
@@ -118,13 +119,13 @@ func (r *Run) WriteNew(dir string, opt WriteOptions, files map[string]string) (e
 	if err := os.Chmod(tmp, 0o755); err != nil { //nolint:gosec // MkdirTemp makes it 0700; a results folder users read
 		return fmt.Errorf("results: %w", err)
 	}
-	if err := r.WriteDir(tmp, opt); err != nil {
-		return err
-	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(tmp, name), []byte(content), 0o644); err != nil { //nolint:gosec // a results folder users read
 			return fmt.Errorf("results: %w", err)
 		}
+	}
+	if err := r.WriteDir(tmp, opt); err != nil { // summary.json last
+		return err
 	}
 	if err := syncTree(tmp); err != nil {
 		return fmt.Errorf("results: syncing %s: %w", tmp, err)
