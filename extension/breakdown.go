@@ -2,7 +2,6 @@ package extension
 
 import (
 	"encoding/json"
-	"hash/maphash"
 	"sort"
 	"strconv"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/distinct"
 	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/metrics"
 )
@@ -60,41 +60,14 @@ type breakdown struct {
 // "(setup)" and "(teardown)" rows.
 const otherEndpoint = "(other)"
 
-// endpointOverflow counts what went to otherEndpoint in one scenario.
-type endpointOverflow struct {
-	requests int64
-	seed     maphash.Seed
-	seen     map[uint64]struct{}
-	exact    bool
-	examples []string
-}
-
 // maxOverflowValues bounds the distinct endpoint values counted beyond a
 // cap, per scenario (8-byte hashes); beyond it the count is a lower bound.
 const maxOverflowValues = 10_000
 
-func (o *endpointOverflow) add(value string, request bool) {
-	if o.seen == nil {
-		o.seed, o.seen, o.exact = maphash.MakeSeed(), map[uint64]struct{}{}, true
-	}
-	if request {
-		o.requests++
-	}
-	if !o.exact {
-		return
-	}
-	h := maphash.String(o.seed, value)
-	if _, ok := o.seen[h]; ok {
-		return
-	}
-	if len(o.seen) >= maxOverflowValues {
-		o.exact = false
-		return
-	}
-	o.seen[h] = struct{}{}
-	if len(o.examples) < 5 {
-		o.examples = append(o.examples, value)
-	}
+// endpointOverflow counts what went to otherEndpoint in one scenario.
+type endpointOverflow struct {
+	requests int64
+	values   *distinct.Counter
 }
 
 // setMaxEndpoints installs the per-scenario cap (from regime.configure()).
@@ -134,7 +107,7 @@ func (b *breakdown) capEndpoint(k *breakdownKey, request bool) {
 	}
 	o := b.over[k.scenario]
 	if o == nil {
-		o = &endpointOverflow{}
+		o = &endpointOverflow{values: distinct.New(maxOverflowValues, 5)}
 		b.over[k.scenario] = o
 		if b.logger != nil {
 			b.logger.Warnf("regime: scenario %s has more than %d endpoint values (tag 'endpoint', else k6's 'name', "+
@@ -143,7 +116,10 @@ func (b *breakdown) capEndpoint(k *breakdownKey, request bool) {
 				k.scenario, limit, otherEndpoint)
 		}
 	}
-	o.add(k.endpoint, request)
+	o.values.Add(k.endpoint)
+	if request {
+		o.requests++
+	}
 	k.endpoint = otherEndpoint
 }
 
@@ -155,8 +131,8 @@ func (b *breakdown) endpointLimit(scenario string) *results.EndpointLimit {
 	if o == nil {
 		return nil
 	}
-	return &results.EndpointLimit{Values: len(o.seen), ValuesExact: o.exact, Requests: o.requests,
-		Examples: append([]string(nil), o.examples...)}
+	n, exact := o.values.Distinct()
+	return &results.EndpointLimit{Values: n, ValuesExact: exact, Requests: o.requests, Examples: o.values.Examples()}
 }
 
 // trackedCell aggregates one tracked metric in one phase.

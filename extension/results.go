@@ -168,6 +168,10 @@ type saveOptions struct {
 
 const saveKeys = "dir, testid, extra, report, files, aborted, thresholds, required"
 
+// errNotAfterTest is saveResults' error before the test ended.
+var errNotAfterTest = errors.New("saveResults() must be called from handleSummary, after the test: " +
+	"in setup(), the default function or teardown() the run's figures are not complete")
+
 // buildRun assembles the run's results from the run state and the recorder.
 func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*results.Run, error) {
 	raw, err := json.Marshal(rs.summary())

@@ -9,30 +9,23 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/cmd/state"
-	"go.k6.io/k6/v2/errext"
-	"go.k6.io/k6/v2/errext/exitcodes"
+
+	"github.com/xk6-regime/xk6-regime/internal/cliexit"
 )
 
 // Exit statuses of `k6 x regime compare`, `merge` and `report` (as diff's:
 // 1 is the verdict, 2 is trouble).
 const (
-	exitGateFailed = 1 // compare: a budget was exceeded or could not be judged
-	exitTrouble    = 2 // bad flags or arguments, unreadable or invalid input, refused output
+	exitGateFailed = 1             // compare: a budget was exceeded or could not be judged
+	exitTrouble    = cliexit.Usage // bad flags or arguments, unreadable or invalid input, refused output
 )
 
 // troubleError marks err with exit status 2.
-func troubleError(err error) error {
-	return errext.WithExitCodeIfNone(err, exitcodes.ExitCode(exitTrouble))
-}
+func troubleError(err error) error { return cliexit.With(err, exitTrouble) }
 
 // troubleArgs makes a cobra argument check's error exit with status 2.
 func troubleArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return troubleError(err)
-		}
-		return nil
-	}
+	return cliexit.Args(check, exitTrouble)
 }
 
 // resultsCommands are the `k6 x regime` commands on results folders:
@@ -174,8 +167,7 @@ invalid folder, or a refused base.`,
 			c := results.Compare(base, cand, budgets)
 			fmt.Fprint(gs.Stdout, c.Text(args[0], args[1]))
 			if c.Failed() {
-				return errext.WithExitCodeIfNone(
-					fmt.Errorf("compare: %d budget check(s) failed", len(c.Failures)), exitcodes.ExitCode(exitGateFailed))
+				return cliexit.With(fmt.Errorf("compare: %d budget check(s) failed", len(c.Failures)), exitGateFailed)
 			}
 			return nil
 		},

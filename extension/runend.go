@@ -2,7 +2,6 @@ package extension
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"reflect"
@@ -118,7 +117,7 @@ func exitError(data any) error {
 		return nil
 	}
 	f := v.FieldByName("Error")
-	if !f.IsValid() || f.IsNil() {
+	if !f.IsValid() || f.Kind() != reflect.Interface || f.IsNil() {
 		return nil
 	}
 	err, _ := f.Interface().(error)
@@ -331,8 +330,13 @@ func (e *runEnd) onExit(runErr error) {
 	}
 	end := decideEnd(f)
 	for _, s := range saved {
-		s.run.Summary.End = end
-		s.run.Summary.Aborted = end.Status != results.EndCompleted
+		fin := *end
+		if prev := s.run.Summary.End; prev != nil && prev.Status == results.EndAborted && fin.Status == results.EndCompleted {
+			// the script marked the run aborted (saveResults({aborted: true})): its judgement stays
+			fin.Status, fin.Detail = prev.Status, strings.TrimSuffix(prev.Detail+"; k6: "+fin.Detail, "; k6: ")
+		}
+		s.run.Summary.End = &fin
+		s.run.Summary.Aborted = fin.Status != results.EndCompleted
 		if err := s.run.UpdateSummary(s.dir, s.report); err != nil {
 			e.logger.WithError(err).Errorf("regime: could not record how the run ended in %s", s.dir)
 		}
@@ -343,7 +347,3 @@ func (e *runEnd) onExit(runErr error) {
 		e.exit(exitResultsNotSaved)
 	}
 }
-
-// errNotAfterTest is saveResults' error outside handleSummary.
-var errNotAfterTest = fmt.Errorf("saveResults() must be called from handleSummary, after the test: " +
-	"in setup(), the default function or teardown() the run's figures are not complete")

@@ -76,6 +76,7 @@ func TestExitError(t *testing.T) {
 	require.NoError(t, exitError(&struct{ Error error }{}))
 	require.NoError(t, exitError(nil))
 	require.NoError(t, exitError(42))
+	require.NoError(t, exitError(&struct{ Error string }{"not an error"}))
 }
 
 // handleSummaryVU is a module instance in a VU context outside any scenario,
@@ -89,6 +90,23 @@ func handleSummaryVU(t *testing.T, root *rootModule) *modulestest.Runtime {
 	mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
 	require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))
 	rt.MoveToVUContext(&lib.State{Tags: lib.NewVUStateTags(registry.RootTagSet())})
+	return rt
+}
+
+// scenarioVU is a module instance configured with settings (a JS object
+// literal), then in a VU context of scenario "load" with no regime tag yet.
+func scenarioVU(t *testing.T, root *rootModule, settings string) *modulestest.Runtime {
+	t.Helper()
+	registry := metrics.NewRegistry()
+	metrics.RegisterBuiltinMetrics(registry)
+	rt := modulestest.NewRuntime(t)
+	rt.VU.InitEnvField.Registry = registry
+	mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
+	require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))
+	_, err := rt.VU.Runtime().RunString(`regime.configure({scenarios: {load: {}}}, ` + settings + `)`)
+	require.NoError(t, err)
+	rt.VU.CtxField = lib.WithScenarioState(rt.VU.CtxField, &lib.ScenarioState{Name: "load", StartTime: time.Now()})
+	rt.MoveToVUContext(&lib.State{Tags: lib.NewVUStateTags(registry.RootTagSet().With("scenario", "load"))})
 	return rt
 }
 
@@ -119,17 +137,7 @@ func TestSaveResultsOnlyAfterTheTest(t *testing.T) {
 // current() gives its scenario's regime.
 func TestCurrentWithoutTag(t *testing.T) {
 	t.Parallel()
-	root := newRootModule()
-	registry := metrics.NewRegistry()
-	metrics.RegisterBuiltinMetrics(registry)
-	rt := modulestest.NewRuntime(t)
-	rt.VU.InitEnvField.Registry = registry
-	mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
-	require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))
-	_, err := rt.VU.Runtime().RunString(`regime.configure({scenarios: {load: {}}}, {tagging: 'off'})`)
-	require.NoError(t, err)
-	rt.VU.CtxField = lib.WithScenarioState(rt.VU.CtxField, &lib.ScenarioState{Name: "load", StartTime: time.Now()})
-	rt.MoveToVUContext(&lib.State{Tags: lib.NewVUStateTags(registry.RootTagSet().With("scenario", "load"))})
+	rt := scenarioVU(t, newRootModule(), `{tagging: 'off'}`)
 	v, err := rt.VU.Runtime().RunString(`regime.current()`)
 	require.NoError(t, err)
 	require.Equal(t, "cold", v.String())
@@ -244,22 +252,29 @@ func TestRequiredSaveFailureExits(t *testing.T) {
 // detector's scale infinite, so no later value could ever be steady.
 func TestObserveRefusesUnscalableValues(t *testing.T) {
 	t.Parallel()
-	root := newRootModule()
-	registry := metrics.NewRegistry()
-	metrics.RegisterBuiltinMetrics(registry)
-	rt := modulestest.NewRuntime(t)
-	rt.VU.InitEnvField.Registry = registry
-	mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
-	require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))
-	_, err := rt.VU.Runtime().RunString(`regime.configure({scenarios: {load: {}}}, {input: 'observe'})`)
-	require.NoError(t, err)
-	rt.VU.CtxField = lib.WithScenarioState(rt.VU.CtxField, &lib.ScenarioState{Name: "load", StartTime: time.Now()})
-	rt.MoveToVUContext(&lib.State{Tags: lib.NewVUStateTags(registry.RootTagSet().With("scenario", "load"))})
-	_, err = rt.VU.Runtime().RunString(`regime.observe(5e-324)`)
+	rt := scenarioVU(t, newRootModule(), `{input: 'observe'}`)
+	_, err := rt.VU.Runtime().RunString(`regime.observe(5e-324)`)
 	require.ErrorContains(t, err, "5e-324 is below 1e-300")
 	_, err = rt.VU.Runtime().RunString(`for (let i = 0; i < 2000; i++) regime.observe(10 + (i % 7) / 10)`)
 	require.NoError(t, err)
 	v, err := rt.VU.Runtime().RunString(`regime.current()`)
 	require.NoError(t, err)
 	require.Equal(t, "steady", v.String(), "values after the refused one settle")
+}
+
+// TestScriptAbortedMarkSurvivesExit: saveResults({aborted: true}) on a run
+// k6 saw complete keeps the script's mark when k6's exit status is added.
+func TestScriptAbortedMarkSurvivesExit(t *testing.T) {
+	t.Parallel()
+	root := newRootModule()
+	rt := handleSummaryVU(t, root)
+	root.rs.testEnd()
+	v, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q, aborted: true})`, t.TempDir()))
+	require.NoError(t, err)
+	root.end.onExit(nil)
+	s, err := results.ReadSummary(v.String())
+	require.NoError(t, err)
+	require.Equal(t, results.EndAborted, s.End.Status)
+	require.Contains(t, s.End.Detail, "marked aborted by the script")
+	require.Equal(t, 0, *s.End.ExitCode)
 }

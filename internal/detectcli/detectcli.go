@@ -101,7 +101,7 @@ object per series; observation indexes are 0-based within the series.`,
 		"defaults to start from: benchmark (microbenchmark series, e.g. JMH) or service (load-test latency, the k6 extension's default)")
 	fs.IntVar(&o.maxGroups, "max-groups", DefaultMaxGroups,
 		"most --group series held per file; rows of further groups are counted in one \"other\" line, not analysed "+
-			"(each series costs about 240 KiB allocated, 22 KiB resident, with the default detector options)")
+			"(each series costs about 240 KiB allocated with the default detector options)")
 	addConfigFlags(fs, &o.cfg)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	return cmd
@@ -376,7 +376,7 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 			return err
 		}
 	}
-	if over.rows > 0 {
+	if over.rows() > 0 {
 		if err := enc.Encode(otherLine{File: path, Other: over.report(o.maxGroups)}); err != nil {
 			return err
 		}

@@ -168,13 +168,13 @@ func TestRun(t *testing.T) {
 			wantErr: []string{"missing.csv", "no such file", "badnum.csv: line 3", `column "seconds_per_op"`, `"abc"`, "empty.csv: empty series"},
 		},
 		{
-			name: "CSV quote error in a data row: an error, later files processed", args: []string{quote, badHeader, good},
+			name: "CSV quote error in a data row: an error, later files processed", args: []string{quote, badHeader, timed},
 			wantCode: 1, wantLines: 1,
 			wantErr: []string{"quote.csv: parse error on line 3", `bare " in non-quoted-field`, "badheader.csv: header:", "extraneous or missing"},
 		},
 		{
 			name:     "NaN, infinite, negative, zero and unscalable values are errors naming line and column",
-			args:     []string{badValue("NaN"), badValue("-Inf"), badValue("-1"), badValue("0"), badValue("5e-324"), good},
+			args:     []string{badValue("NaN"), badValue("-Inf"), badValue("-1"), badValue("0"), badValue("5e-324"), timed},
 			wantCode: 1, wantLines: 1,
 			wantErr: []string{
 				`value-NaN.csv: line 3: column "seconds_per_op": "NaN": NaN is not a finite number`,

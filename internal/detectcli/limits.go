@@ -3,34 +3,28 @@ package detectcli
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"go.k6.io/k6/v2/errext"
-	"go.k6.io/k6/v2/errext/exitcodes"
+
+	"github.com/xk6-regime/xk6-regime/internal/cliexit"
+	"github.com/xk6-regime/xk6-regime/internal/distinct"
 )
 
 // Exit statuses of detect (the same under `k6 x regime detect` and Run).
 const (
-	exitFileErrors = 1 // a file or series had errors (named on stderr); the others were processed
-	exitUsage      = 2 // bad flag, option value or arguments; nothing was processed
+	exitFileErrors = 1             // a file or series had errors (named on stderr); the others were processed
+	exitUsage      = cliexit.Usage // bad flag, option value or arguments; nothing was processed
 )
 
 // usageError marks err as a usage error (exit status 2).
-func usageError(err error) error {
-	return errext.WithExitCodeIfNone(err, exitcodes.ExitCode(exitUsage))
-}
+func usageError(err error) error { return cliexit.With(err, exitUsage) }
 
 // usageArgs makes a cobra argument check's error a usage error.
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return usageError(err)
-		}
-		return nil
-	}
+	return cliexit.Args(check, exitUsage)
 }
 
 // exitCode is the exit status for err: its errext code, else 1.
@@ -43,41 +37,30 @@ func exitCode(err error) int {
 }
 
 // DefaultMaxGroups is the default of --max-groups: the series of one file
-// held at once. A series costs about 240 KiB of allocated and 22 KiB of
-// resident memory with the benchmark defaults (measured on today's
-// detector), so 1,000 groups stay well under 256 MiB resident.
+// held at once. A series costs about 240 KiB of allocated memory with the
+// benchmark defaults (measured on today's detector; little of it resident
+// while its histograms stay sparse).
 const DefaultMaxGroups = 1000
 
 // maxOverflowNames bounds the distinct group names counted beyond the cap
-// (8-byte hashes, about 12-16 MiB at the bound); beyond it the count of
-// groups is a lower bound.
+// (8-byte hashes); beyond it the count of groups is a lower bound.
 const maxOverflowNames = 1 << 20
 
 // overflow counts the rows and distinct groups beyond --max-groups.
-type overflow struct {
-	seed  maphash.Seed
-	seen  map[uint64]struct{}
-	rows  int64
-	exact bool
-}
+type overflow struct{ groups *distinct.Counter }
 
 func (o *overflow) add(group string) {
-	if o.seen == nil {
-		o.seed, o.seen, o.exact = maphash.MakeSeed(), map[uint64]struct{}{}, true
+	if o.groups == nil {
+		o.groups = distinct.New(maxOverflowNames, 0)
 	}
-	o.rows++
-	if !o.exact {
-		return
+	o.groups.Add(group)
+}
+
+func (o *overflow) rows() int64 {
+	if o.groups == nil {
+		return 0
 	}
-	h := maphash.String(o.seed, group)
-	if _, ok := o.seen[h]; ok {
-		return
-	}
-	if len(o.seen) >= maxOverflowNames {
-		o.exact = false
-		return
-	}
-	o.seen[h] = struct{}{}
+	return o.groups.Occurrences()
 }
 
 // otherLine is the output line of the groups beyond --max-groups.
@@ -96,17 +79,19 @@ type otherGroups struct {
 }
 
 func (o *overflow) report(maxGroups int) otherGroups {
-	return otherGroups{Groups: len(o.seen), GroupsExact: o.exact, Rows: o.rows, MaxGroups: maxGroups}
+	n, exact := o.groups.Distinct()
+	return otherGroups{Groups: n, GroupsExact: exact, Rows: o.rows(), MaxGroups: maxGroups}
 }
 
 func (o *overflow) warning(maxGroups int) string {
+	n, exact := o.groups.Distinct()
 	at := ""
-	if !o.exact {
+	if !exact {
 		at = "at least "
 	}
 	return fmt.Sprintf("%s%d groups beyond --max-groups %d (%d rows) were not analysed; they are counted in the \"other\" line. "+
-		"Raise --max-groups to analyse them (each group holds a detector: about 240 KiB allocated, 22 KiB resident)",
-		at, len(o.seen), maxGroups, o.rows)
+		"Raise --max-groups to analyse them (each group holds a detector: about 240 KiB allocated)",
+		at, n, maxGroups, o.rows())
 }
 
 // quoteAll lists column names quoted, so that a name holding a comma, a
