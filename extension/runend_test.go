@@ -79,9 +79,8 @@ func TestExitError(t *testing.T) {
 	require.NoError(t, exitError(&struct{ Error string }{"not an error"}))
 }
 
-// handleSummaryVU is a module instance in a VU context outside any scenario,
-// as handleSummary, setup() and teardown() run.
-func handleSummaryVU(t *testing.T, root *rootModule) *modulestest.Runtime {
+// initVU is a module instance in an init context, with a registry.
+func initVU(t *testing.T, root *rootModule) (*modulestest.Runtime, *metrics.Registry) {
 	t.Helper()
 	registry := metrics.NewRegistry()
 	metrics.RegisterBuiltinMetrics(registry)
@@ -89,6 +88,14 @@ func handleSummaryVU(t *testing.T, root *rootModule) *modulestest.Runtime {
 	rt.VU.InitEnvField.Registry = registry
 	mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
 	require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))
+	return rt, registry
+}
+
+// handleSummaryVU is a module instance in a VU context outside any scenario,
+// as handleSummary, setup() and teardown() run.
+func handleSummaryVU(t *testing.T, root *rootModule) *modulestest.Runtime {
+	t.Helper()
+	rt, registry := initVU(t, root)
 	rt.MoveToVUContext(&lib.State{Tags: lib.NewVUStateTags(registry.RootTagSet())})
 	return rt
 }
@@ -97,12 +104,7 @@ func handleSummaryVU(t *testing.T, root *rootModule) *modulestest.Runtime {
 // literal), then in a VU context of scenario "load" with no regime tag yet.
 func scenarioVU(t *testing.T, root *rootModule, settings string) *modulestest.Runtime {
 	t.Helper()
-	registry := metrics.NewRegistry()
-	metrics.RegisterBuiltinMetrics(registry)
-	rt := modulestest.NewRuntime(t)
-	rt.VU.InitEnvField.Registry = registry
-	mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
-	require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))
+	rt, registry := initVU(t, root)
 	_, err := rt.VU.Runtime().RunString(`regime.configure({scenarios: {load: {}}}, ` + settings + `)`)
 	require.NoError(t, err)
 	rt.VU.CtxField = lib.WithScenarioState(rt.VU.CtxField, &lib.ScenarioState{Name: "load", StartTime: time.Now()})
