@@ -93,12 +93,13 @@ vet:
 E2E_PKGS := ./test/...
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
 
-## test: vet, build k6 and the demo service, unit tests with -race (both modules), the hindsight corpus check without it, then end-to-end tests (real k6, PostgreSQL, InfluxDB, actionlint, kubeconform) one package at a time
+## test: vet, build k6 and the demo service, unit tests with -race (both modules), the hindsight corpus check without it, every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, actionlint, kubeconform, the short live harness) one package at a time
 .PHONY: test
 test: vet build build-demo tools
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
 	cd demo && $(GO) test -race -count=1 -timeout 10m ./...
 	set -o pipefail; $(GO) test -count=1 -timeout 10m -run '^TestCorpusHindsight$$' -v ./detector/ | grep -v '^=== '
+	GO=$(GO) FUZZTIME=5s ./scripts/fuzz.sh
 	K6_BIN=$(CURDIR)/k6 DEMO_BIN=$(CURDIR)/bin/demo-service \
 	  ACTIONLINT_BIN=$(CURDIR)/$(ACTIONLINT) KUBECONFORM_BIN=$(CURDIR)/$(KUBECONFORM) \
 	  $(GO) test -race -count=1 -p 1 -timeout 20m $(E2E_PKGS)
@@ -108,6 +109,12 @@ test: vet build build-demo tools
 test-short:
 	$(NEED_GO)
 	$(GO) test -short -count=1 ./detector/... ./extension/... ./internal/...
+
+## fuzz: run every Go fuzz target for FUZZTIME each (default 60s); failing inputs land in testdata/fuzz/ (commit them)
+FUZZTIME ?= 60s
+.PHONY: fuzz
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 ## bench: Go benchmarks (-benchmem) of the detector and the extension's per-sample path, then paired stock-vs-extension k6 runs
 .PHONY: bench

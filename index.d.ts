@@ -18,6 +18,12 @@ export interface ScenarioSettings {
   /** The steady gate passes when the scenario ends in steady state declared early enough to span at least
    * this share of the scenario's time (0 to 1, default 0.5). */
   gateFraction?: number;
+  /**
+   * Most endpoint values of the scenario (1..100000, default 100) with a detector of their own (scope
+   * endpoint) and request rows of their own; further values share endpoint "(other)", counted in the
+   * summary's endpoint_limit and warned about.
+   */
+  maxEndpoints?: number;
 }
 
 export interface Settings extends ScenarioSettings {
@@ -36,9 +42,9 @@ export interface Settings extends ScenarioSettings {
 export function configure(options: object, settings?: Settings): void;
 /** fn, setting the regime tag at each call (for tagging: 'wrap'). Init context. */
 export function wrap<F extends (...args: any[]) => any>(fn: F): F;
-/** Feed one measurement (> 0) to the detector of the VU's scenario (input: 'observe'). */
+/** Feed one measurement (finite, >= 1e-300) to the detector of the VU's scenario (input: 'observe'). */
 export function observe(value: number): void;
-/** The regime tag of the running iteration. */
+/** The regime of the running iteration. Throws outside a scenario iteration (setup, teardown, handleSummary). */
 export function current(): Regime;
 
 export interface Point { index: number; elapsed_ms: number }
@@ -59,6 +65,8 @@ export interface ScenarioSummary {
   relapses: number;
   cold_start: { duration_ms: number; iterations: number; excess_ms: number | null };
   endpoints?: Record<string, object>;
+  /** Endpoint values beyond maxEndpoints, when there were any. */
+  endpoint_limit?: { max: number; values: number; values_exact: boolean; requests: number; observations: number; examples: string[] };
   transitions: Array<{ endpoint: string; kind: string; from: Regime; to: Regime; index: number; boundary: number; elapsed_ms: number }>;
 }
 export interface Summary {
@@ -77,21 +85,23 @@ export interface Summary {
 /** What the detectors found (for handleSummary). */
 export function summary(): Summary;
 export interface SaveOptions {
-  /** Parent folder (default 'results'); the run folder is <dir>/<UTC start>[-<testid>]. */
+  /** Parent folder (default 'results'); the run folder is <dir>/<UTC start>[-<testid>]-<random suffix>, written complete or not at all. */
   dir?: string;
   testid?: string;
   /** Anything to keep in summary.json under "extra" (profile, schedule, ...). */
   extra?: Record<string, unknown>;
   /** metric -> expression -> passed, from handleSummary's data. */
   thresholds?: Record<string, Record<string, boolean>>;
-  /** Extra files (name -> text) to write in the run folder. */
+  /** Extra files (name -> text) to write in the run folder; the folder's own names (summary.json, ...) are refused. */
   files?: Record<string, string>;
   /** Write report.html (default true). */
   report?: boolean;
-  /** Mark the run as interrupted. */
+  /** Mark the run as aborted when the extension found it completed (it records how a run ended by itself). */
   aborted?: boolean;
+  /** When the folder cannot be written, make k6 exit with status 111 (if it would exit 0). */
+  required?: boolean;
 }
-/** Write results/<run id>/ (summary.json, HdrHistogram logs, series, report.html); returns its path. */
+/** Write results/<run id>/ (summary.json, HdrHistogram logs, series, report.html); returns its path. handleSummary only. */
 export function saveResults(opts?: SaveOptions): string;
 /** The console regime table. */
 export function textSummary(): string;

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
+	"regexp"
 	"strconv"
 	"time"
 )
@@ -57,7 +59,7 @@ func (c *Config) settings() []setting {
 		{"http-addr", "DEMO_HTTP_ADDR", "HTTP listen address (loopback unless -allow-remote)", &c.HTTPAddr},
 		{"grpc-addr", "DEMO_GRPC_ADDR", "gRPC listen address (loopback unless -allow-remote)", &c.GRPCAddr},
 		{"allow-remote", "DEMO_ALLOW_REMOTE", "allow listening on non-loopback addresses", &c.AllowRemote},
-		{"database-url", "DATABASE_URL", "PostgreSQL URL (pgx); empty = embedded simulated database", &c.DatabaseURL},
+		{"database-url", "DATABASE_URL", "PostgreSQL `URL` (pgx); empty = embedded simulated database", &c.DatabaseURL},
 		{"pool-max", "DEMO_POOL_MAX", "most database connections (1-1000)", &c.PoolMax},
 		{"conn-setup", "DEMO_CONN_SETUP", "time to open one simulated connection (0-10s)", &c.ConnSetup},
 		{"query-time", "DEMO_QUERY_TIME", "time a simulated query holds its connection (0-1s)", &c.QueryTime},
@@ -90,6 +92,10 @@ func LoadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 		usage := s.usage + " (env " + s.env + ")"
 		switch p := s.ptr.(type) {
 		case *string:
+			if p == &c.DatabaseURL {
+				fs.Var(secretString{p}, s.flag, usage) // -h shows the default with its password hidden
+				continue
+			}
 			fs.StringVar(p, s.flag, *p, usage)
 		case *bool:
 			fs.BoolVar(p, s.flag, *p, usage)
@@ -107,6 +113,32 @@ func LoadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 	}
 	errs = append(errs, c.Validate()...)
 	return c, errors.Join(errs...)
+}
+
+// secretString is a string flag whose String (what -h prints as the
+// default, from the environment) hides a password.
+type secretString struct{ p *string }
+
+func (s secretString) String() string {
+	if s.p == nil {
+		return ""
+	}
+	return redactPassword(*s.p)
+}
+
+func (s secretString) Set(v string) error { *s.p = v; return nil }
+
+var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
+
+// redactPassword hides the password of a database URL
+// (postgres://user:xxxxx@host/db) or key=value DSN (password=xxxxx).
+func redactPassword(v string) string {
+	if u, err := url.Parse(v); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return u.Redacted()
+		}
+	}
+	return dsnPassword.ReplaceAllString(v, "${1}xxxxx")
 }
 
 func setValue(ptr any, v string) error {

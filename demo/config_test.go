@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,4 +98,29 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	}
 	_, err = db.pool.Acquire(t.Context())
 	require.Error(t, err, "the pool is closed on shutdown")
+}
+
+// TestHelpHidesThePassword: -h printed DATABASE_URL, password included, as
+// the flag's default.
+func TestHelpHidesThePassword(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ url, want string }{
+		{"postgres://app:s3cret@127.0.0.1:5432/demo", "postgres://app:xxxxx@127.0.0.1:5432/demo"},
+		{"host=127.0.0.1 user=app password=s3cret dbname=demo", "password=xxxxx dbname=demo"},
+		{"host=127.0.0.1 password='s3 cret' dbname=demo", "password=xxxxx dbname=demo"},
+	} {
+		var usage strings.Builder
+		_, err := LoadConfig([]string{"-h"}, func(k string) string {
+			if k == "DATABASE_URL" {
+				return tc.url
+			}
+			return ""
+		}, &usage)
+		require.ErrorIs(t, err, flag.ErrHelp)
+		require.NotContains(t, usage.String(), "s3", tc.url)
+		require.Contains(t, usage.String(), tc.want)
+	}
+	c, err := LoadConfig([]string{"-database-url", "postgres://a:b@127.0.0.1/x"}, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "postgres://a:b@127.0.0.1/x", c.DatabaseURL, "the flag still sets the real value")
 }

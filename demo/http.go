@@ -27,16 +27,37 @@ type httpAPI struct {
 	now     func() time.Time
 }
 
+// handler routes the API. Every path answers the same way whatever its
+// prefix: a known path with another method gets 405 with Allow, an unknown
+// path 404, both with a JSON error body.
 func (a *httpAPI) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/challenges", a.listChallenges)
-	mux.HandleFunc("POST /api/players/{id}/goals/initialize", a.initializeGoals)
-	mux.HandleFunc("PUT /api/players/{id}/active-challenge", a.setActiveChallenge)
-	mux.HandleFunc("POST /api/players/{id}/rewards/claim", a.claimReward)
-	mux.HandleFunc("GET /healthz", a.healthz)
-	mux.HandleFunc("GET /metrics", a.serveMetrics)
-	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no API endpoint %s %s", r.Method, r.URL.Path))
+	routes := []struct {
+		method, path string
+		h            http.HandlerFunc
+	}{
+		{"GET", "/api/challenges", a.listChallenges},
+		{"POST", "/api/players/{id}/goals/initialize", a.initializeGoals},
+		{"PUT", "/api/players/{id}/active-challenge", a.setActiveChallenge},
+		{"POST", "/api/players/{id}/rewards/claim", a.claimReward},
+		{"GET", "/healthz", a.healthz},
+		{"GET", "/metrics", a.serveMetrics},
+	}
+	for _, rt := range routes {
+		mux.HandleFunc(rt.method+" "+rt.path, rt.h)
+		allow := rt.method
+		if rt.method == "GET" {
+			allow = "GET, HEAD" // ServeMux serves HEAD with a GET route
+		}
+		// the method-less pattern catches the path's other methods
+		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed",
+				fmt.Sprintf("%s %s: method not allowed; allowed: %s", r.Method, r.URL.Path, allow))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
 	})
 	return a.instrument(mux)
 }
@@ -71,7 +92,7 @@ func (a *httpAPI) instrument(mux *http.ServeMux) http.Handler {
 		mux.ServeHTTP(rec, r)
 		route := "other"
 		// ServeMux sets r.Pattern to the matched pattern.
-		if r.Pattern != "" && r.Pattern != "/api/" {
+		if r.Pattern != "" && r.Pattern != "/" {
 			route = patternPath(r.Pattern)
 		}
 		code := rec.code

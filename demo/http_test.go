@@ -46,6 +46,11 @@ func TestHTTPHandlers(t *testing.T) {
 		{"claim unknown challenge", []step{initP1}, step{"POST", "/api/players/p1/rewards/claim", `{"challenge_id":"nope"}`}, 404, "challenge_not_found", ""},
 		{"claim not json", []step{initP1}, step{"POST", "/api/players/p1/rewards/claim", `challenge_id=win-3-matches`}, 400, "invalid_body", ""},
 		{"unknown api path", nil, step{"GET", "/api/nope", ""}, 404, "not_found", ""},
+		{"unknown path outside /api", nil, step{"GET", "/nope", ""}, 404, "not_found", ""},
+		{"wrong method on an api path", nil, step{"POST", "/api/challenges", ""}, 405, "method_not_allowed", ""},
+		{"wrong method on a player path", nil, step{"GET", "/api/players/p1/rewards/claim", ""}, 405, "method_not_allowed", ""},
+		{"wrong method on healthz", nil, step{"POST", "/healthz", ""}, 405, "method_not_allowed", ""},
+		{"wrong method on metrics", nil, step{"DELETE", "/metrics", ""}, 405, "method_not_allowed", ""},
 		{"healthz", nil, step{"GET", "/healthz", ""}, 200, "", `"status":"ok"`},
 	}
 	for _, tc := range cases {
@@ -64,6 +69,10 @@ func TestHTTPHandlers(t *testing.T) {
 				e := decode[errorBody](t, r)
 				require.Equal(t, tc.wantError, e.Error)
 				require.NotEmpty(t, e.Message)
+			}
+			if tc.wantCode == http.StatusMethodNotAllowed {
+				require.NotEmpty(t, r.header.Get("Allow"))
+				require.NotContains(t, r.header.Get("Allow"), tc.req.method)
 			}
 			require.Contains(t, r.body, tc.wantBody)
 		})

@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/distinct"
 	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/metrics"
 )
@@ -43,6 +45,94 @@ type breakdown struct {
 	cells   map[breakdownKey]*requestCell
 	tracked map[string]map[string]*trackedCell // metric -> phase -> aggregate
 	start   time.Time                          // first sample seen
+
+	// maxEndpoints gives a scenario's cap on endpoint values (nil: the
+	// default); endpoints holds the values admitted per scenario and over
+	// what went to otherEndpoint beyond the cap.
+	maxEndpoints func(scenario string) int
+	endpoints    map[string]map[string]struct{}
+	over         map[string]*endpointOverflow
+	logger       logrus.FieldLogger
+}
+
+// otherEndpoint is the endpoint of the requests (and the detector of the
+// endpoints) beyond a scenario's maxEndpoints; parenthesised like the
+// "(setup)" and "(teardown)" rows.
+const otherEndpoint = "(other)"
+
+// maxOverflowValues bounds the distinct endpoint values counted beyond a
+// cap, per scenario (8-byte hashes); beyond it the count is a lower bound.
+const maxOverflowValues = 10_000
+
+// endpointOverflow counts what went to otherEndpoint in one scenario.
+type endpointOverflow struct {
+	requests int64
+	values   *distinct.Counter
+}
+
+// setMaxEndpoints installs the per-scenario cap (from regime.configure()).
+func (b *breakdown) setMaxEndpoints(f func(scenario string) int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.maxEndpoints = f
+}
+
+// setLogger sets where the first overflow of each scenario is reported.
+func (b *breakdown) setLogger(l logrus.FieldLogger) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.logger = l
+}
+
+// capEndpoint maps an endpoint beyond its scenario's cap to otherEndpoint
+// and counts it (request: a latency sample, one request). Callers hold b.mu.
+func (b *breakdown) capEndpoint(k *breakdownKey, request bool) {
+	set := b.endpoints[k.scenario]
+	if _, ok := set[k.endpoint]; ok {
+		return
+	}
+	limit := defaultMaxEndpoints
+	if b.maxEndpoints != nil {
+		if l := b.maxEndpoints(k.scenario); l > 0 {
+			limit = l
+		}
+	}
+	if set == nil {
+		set = map[string]struct{}{}
+		b.endpoints[k.scenario] = set
+	}
+	if len(set) < limit {
+		set[k.endpoint] = struct{}{}
+		return
+	}
+	o := b.over[k.scenario]
+	if o == nil {
+		o = &endpointOverflow{values: distinct.New(maxOverflowValues, 5)}
+		b.over[k.scenario] = o
+		if b.logger != nil {
+			b.logger.Warnf("regime: scenario %s has more than %d endpoint values (tag 'endpoint', else k6's 'name', "+
+				"which is the URL unless set); requests of further values are counted in the rows of endpoint %s. "+
+				"Tag requests by endpoint, or raise maxEndpoints in regime.configure() (about 24 KiB per value, phase and regime)",
+				k.scenario, limit, otherEndpoint)
+		}
+	}
+	o.values.Add(k.endpoint)
+	if request {
+		o.requests++
+	}
+	k.endpoint = otherEndpoint
+}
+
+// endpointLimit reports what went beyond a scenario's cap (nil when nothing).
+func (b *breakdown) endpointLimit(scenario string) *results.EndpointLimit {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.over[scenario]
+	if o == nil {
+		return nil
+	}
+	n, exact := o.values.Distinct()
+	return &results.EndpointLimit{Values: n, ValuesExact: exact, Requests: o.requests, Examples: o.values.Examples()}
 }
 
 // trackedCell aggregates one tracked metric in one phase.
@@ -54,7 +144,8 @@ type trackedCell struct {
 }
 
 func newBreakdown() *breakdown {
-	return &breakdown{cells: make(map[breakdownKey]*requestCell), tracked: make(map[string]map[string]*trackedCell)}
+	return &breakdown{cells: make(map[breakdownKey]*requestCell), tracked: make(map[string]map[string]*trackedCell),
+		endpoints: make(map[string]map[string]struct{}), over: make(map[string]*endpointOverflow)}
 }
 
 // Scenario names of the request rows of setup() and teardown().
@@ -109,7 +200,9 @@ func (b *breakdown) addLatency(s metrics.Sample, proto string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.noteTime(s.Time)
-	c := b.cell(b.keyOf(s, proto))
+	k := b.keyOf(s, proto)
+	b.capEndpoint(&k, true)
+	c := b.cell(k)
 	c.count++
 	c.hist.Record(s.Value)
 	status, _ := s.Tags.Get("status")
@@ -141,7 +234,9 @@ func (b *breakdown) addConnect(s metrics.Sample, tls bool) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := b.cell(b.keyOf(s, "http"))
+	k := b.keyOf(s, "http")
+	b.capEndpoint(&k, false)
+	c := b.cell(k)
 	if tls {
 		c.tlsMs += s.Value
 		return

@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,4 +30,35 @@ func TestBreakdownSetupTeardownRows(t *testing.T) {
 		counts[k.scenario] += c.count
 	}
 	require.Equal(t, map[string]int64{setupRow: 1, teardownRow: 2, "load": 1, "": 1}, counts)
+}
+
+// TestBreakdownEndpointCap: a distinct endpoint (or URL) per request made
+// one request cell, with its histogram, per value: memory without bound.
+// Beyond the scenario's cap the requests share the rows of "(other)".
+func TestBreakdownEndpointCap(t *testing.T) {
+	t.Parallel()
+	registry := metrics.NewRegistry()
+	builtin := metrics.RegisterBuiltinMetrics(registry)
+	root := registry.RootTagSet().With("scenario", "load").With("status", "200").With(regimeTag, "steady")
+	bd := newBreakdown()
+	bd.setMaxEndpoints(func(string) int { return 10 })
+	for i := range 1000 {
+		tags := root.With("name", fmt.Sprintf("http://127.0.0.1/users/%d", i%500))
+		s := metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.HTTPReqDuration, Tags: tags}, Value: 2}
+		bd.addLatency(s, "http")
+		s.Metric, s.Value = builtin.HTTPReqConnecting, 1
+		bd.addConnect(s, false)
+	}
+	endpoints := map[string]int64{}
+	for k, c := range bd.cells {
+		endpoints[k.endpoint] += c.count
+	}
+	require.Len(t, endpoints, 11, "10 endpoints and (other)")
+	require.EqualValues(t, 980, endpoints[otherEndpoint])
+	lim := bd.endpointLimit("load")
+	require.Equal(t, 490, lim.Values)
+	require.True(t, lim.ValuesExact)
+	require.EqualValues(t, 980, lim.Requests)
+	require.Len(t, lim.Examples, 5)
+	require.Nil(t, bd.endpointLimit("other-scenario"))
 }

@@ -15,6 +15,8 @@ func newCommand(gs *state.GlobalState) *cobra.Command {
 			"steady-state detector the k6/x/regime module runs online.",
 		SilenceUsage: true,
 	}
+	// a bad flag of any subcommand is a usage error: exit status 2
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return troubleError(err) })
 	root.AddCommand(detectcli.NewCommand(gs.Stdout, gs.Stderr))
 	root.AddCommand(resultsCommands(gs)...)
 	return root

@@ -38,6 +38,13 @@ var (
 	validInputs  = []string{inputIteration, inputRequest, inputObserve}
 )
 
+// Bounds of maxEndpoints: the endpoint values per scenario that get a
+// detector (scope endpoint) and rows of their own in the request breakdown.
+const (
+	defaultMaxEndpoints = 100
+	maxMaxEndpoints     = 100_000
+)
+
 // scenarioConfig is the detection set-up of one scenario.
 type scenarioConfig struct {
 	Scope       string          `json:"scope"`
@@ -49,6 +56,9 @@ type scenarioConfig struct {
 	// iterations span at least this share of the scenario's time (a steady
 	// state found in the last moments of a run is none to judge).
 	GateFraction float64 `json:"gateFraction"`
+	// MaxEndpoints caps the endpoint values of the scenario: further values
+	// share one detector and one request row each, endpoint "(other)".
+	MaxEndpoints int `json:"maxEndpoints"`
 }
 
 // config is everything regime.configure() accepts. It is immutable once the
@@ -73,6 +83,7 @@ func defaultScenarioConfig() scenarioConfig {
 		EndpointTag:  "endpoint",
 		Detector:     detector.ServiceConfig(),
 		GateFraction: defaultGateFraction,
+		MaxEndpoints: defaultMaxEndpoints,
 	}
 }
 
@@ -103,6 +114,7 @@ type rawConfig struct {
 	GateFraction *float64                   `json:"gateFraction"`
 	SeriesLimit  *int                       `json:"seriesLimit"`
 	Detector     json.RawMessage            `json:"detector"`
+	MaxEndpoints *int                       `json:"maxEndpoints"`
 	Scenarios    map[string]json.RawMessage `json:"scenarios"`
 }
 
@@ -118,6 +130,7 @@ type rawScenario struct {
 	EndpointTag  *string         `json:"endpointTag"`
 	GateFraction *float64        `json:"gateFraction"`
 	Detector     json.RawMessage `json:"detector"`
+	MaxEndpoints *int            `json:"maxEndpoints"`
 }
 
 // parseConfig builds and validates a configuration from the script's
@@ -155,7 +168,8 @@ func parseConfig(optionsJSON, settingsJSON []byte) (*config, error) {
 		}
 	}
 	errs = append(errs, applyScenario(&cfg.Defaults, "",
-		rawScenario{Scope: raw.Scope, Input: raw.Input, EndpointTag: raw.EndpointTag, GateFraction: raw.GateFraction, Detector: raw.Detector})...)
+		rawScenario{Scope: raw.Scope, Input: raw.Input, EndpointTag: raw.EndpointTag, GateFraction: raw.GateFraction, Detector: raw.Detector,
+			MaxEndpoints: raw.MaxEndpoints})...)
 
 	names := make([]string, 0, len(raw.Scenarios))
 	for name := range raw.Scenarios {
@@ -212,6 +226,14 @@ func applyScenario(sc *scenarioConfig, prefix string, rs rawScenario) []error {
 	if sc.Scope == scopeScenario && sc.Input == inputRequest {
 		errs = append(errs, fmt.Errorf("option '%sinput' is %q, which needs '%sscope' to be %q",
 			prefix, inputRequest, prefix, scopeEndpoint))
+	}
+	if rs.MaxEndpoints != nil {
+		sc.MaxEndpoints = *rs.MaxEndpoints
+	}
+	if sc.MaxEndpoints < 1 || sc.MaxEndpoints > maxMaxEndpoints {
+		errs = append(errs, fmt.Errorf("option '%smaxEndpoints' is %d; valid values: 1..%d (each endpoint value holds a detector "+
+			"with scope 'endpoint', about 144 KiB with the default detector options, and its request rows, about 24 KiB per phase and regime)",
+			prefix, sc.MaxEndpoints, maxMaxEndpoints))
 	}
 	if sc.EndpointTag == "" {
 		errs = append(errs, fmt.Errorf("option '%sendpointTag' is empty; give the name of the tag that names endpoints", prefix))

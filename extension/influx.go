@@ -35,6 +35,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -262,6 +263,8 @@ func layerArg(set map[string]rawSetting, arg string) []error {
 	return layerURL(set, arg, "--out argument", true)
 }
 
+var quotedPart = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
 // layerURL splits a server URL into url, username/password and, when
 // withQuery, the database (path) and further settings (query). Parse errors
 // never quote the URL: it may hold a password.
@@ -272,7 +275,10 @@ func layerURL(set map[string]rawSetting, raw, source string, withQuery bool) []e
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return []error{fmt.Errorf("%s: not a URL like http://127.0.0.1:8086/k6 (%v)", source, err)}
+		// url.Parse quotes the part it stumbled on ("invalid port %q"),
+		// which may be a password: the quoted part is left out
+		msg := quotedPart.ReplaceAllString(err.Error(), "(value not shown)")
+		return []error{fmt.Errorf("%s: not a URL like http://127.0.0.1:8086/k6 (%s)", source, msg)}
 	}
 	var errs []error
 	if u.Scheme != "http" && u.Scheme != "https" {

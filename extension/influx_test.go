@@ -172,6 +172,9 @@ func TestInfluxConfigErrorsRedactSecrets(t *testing.T) {
 			"K6_REGIME_INFLUXDB_TOKEN": secret, "K6_REGIME_INFLUXDB_URL": "http://u:" + secret + "@h:x",
 		}},
 		"password without user": {env: map[string]string{"K6_REGIME_INFLUXDB_PASSWORD": secret}},
+		// found by FuzzInfluxConfig: url.Parse quotes what it takes for a port
+		"password where the port goes": {arg: "http://:" + secret},
+		"password where the host goes": {arg: "http://bob:" + secret + "%zz@127.0.0.1/k6"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

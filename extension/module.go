@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/grafana/sobek"
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/observation"
 	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/js/common"
 	"go.k6.io/k6/v2/js/modules"
@@ -22,6 +23,9 @@ import (
 type rootModule struct {
 	rs  *runState
 	rec *recorder // what saveResults writes
+	end *runEnd   // how the run ended
+
+	endOnce sync.Once
 
 	cfgMu   sync.Mutex
 	cfgJSON string // settings of the first regime.configure() call
@@ -30,7 +34,7 @@ type rootModule struct {
 var _ modules.Module = (*rootModule)(nil)
 
 func newRootModule() *rootModule {
-	r := &rootModule{rs: newRunState(), rec: newRecorder(results.DefaultSeriesLimit)}
+	r := &rootModule{rs: newRunState(), rec: newRecorder(results.DefaultSeriesLimit), end: newRunEnd()}
 	r.rs.addObserver(r.rec)
 	return r
 }
@@ -49,6 +53,9 @@ type moduleInstance struct {
 	lastTags   *metrics.TagSet
 	st         *scenarioState
 	lastRegime int32
+	execNoted  bool
+
+	configured string // settings of this runtime's regime.configure() call
 }
 
 var _ modules.Instance = (*moduleInstance)(nil)
@@ -60,6 +67,16 @@ func (r *rootModule) NewModuleInstance(vu modules.VU) modules.Instance {
 	if env := vu.InitEnv(); env != nil {
 		if err := r.rs.install(env.Registry, env.Logger, vu.Events()); err != nil {
 			common.Throw(vu.Runtime(), err)
+		}
+		r.endOnce.Do(func() {
+			r.end.install(env.Registry, env.Logger, vu.Events())
+			if env.Logger != nil {
+				r.rs.bd.setLogger(env.Logger)
+			}
+		})
+		if env.TestPreInitState != nil {
+			ro := env.RuntimeOptions
+			r.rs.engineOff.Store(strings.EqualFold(ro.SummaryMode.String, "disabled") && ro.NoThresholds.Bool)
 		}
 	}
 	if err := mi.installIterationHook(); err != nil {
@@ -77,7 +94,7 @@ func (mi *moduleInstance) Exports() modules.Exports {
 		"current":   mi.current,
 		"summary":   mi.summary,
 	}
-	for k, v := range resultsExports(mi.vu, mi.rs, mi.root.rec) {
+	for k, v := range resultsExports(mi.vu, mi.rs, mi.root.rec, mi.root.end) {
 		named[k] = v // saveResults, textSummary
 	}
 	return modules.Exports{Default: named, Named: named}
@@ -112,6 +129,12 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 	state := mi.vu.State()
 	if state == nil {
 		return
+	}
+	if !mi.execNoted {
+		// once per VU: k6's execution state says, after the run, whether it
+		// was stopped before its end (the run's end in summary.json)
+		mi.execNoted = true
+		mi.root.end.noteExecution(lib.GetExecutionState(mi.vu.Context()))
 	}
 	rs := mi.rs
 	if rs.pending.Load() {
@@ -195,11 +218,16 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 		return fmt.Errorf("regime.configure: settings: %w", err)
 	}
 	key := string(optJSON) + "\x00" + string(setJSON)
+	if mi.configured != "" && mi.configured != key {
+		return errors.New("regime.configure() was called twice in this script with different settings; call it once, at the top level")
+	}
+	mi.configured = key
 	mi.root.cfgMu.Lock()
 	defer mi.root.cfgMu.Unlock()
 	if mi.root.cfgJSON != "" {
 		if mi.root.cfgJSON != key {
-			return errors.New("regime.configure() was called with different settings in another VU; call it once, at the top level")
+			return errors.New("regime.configure() was called with different settings in another VU's init context; " +
+				"the settings must not depend on __VU, random values or the time")
 		}
 		return mi.applyTagging(mi.rs.cfg.Load())
 	}
@@ -211,6 +239,7 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 		return err
 	}
 	mi.root.rec.setSeriesLimit(cfg.SeriesLimit)
+	mi.rs.bd.setMaxEndpoints(func(scenario string) int { return cfg.forScenario(scenario).MaxEndpoints })
 	mi.root.cfgJSON = key
 	return mi.applyTagging(cfg)
 }
@@ -264,8 +293,8 @@ func (mi *moduleInstance) observe(value float64) error {
 	if state == nil {
 		return errors.New("regime.observe() can only be called while a VU runs an iteration, not in the init context")
 	}
-	if math.IsNaN(value) || math.IsInf(value, 0) || value <= 0 {
-		return fmt.Errorf("regime.observe: value must be a finite number > 0, got %v", value)
+	if err := observation.Check(value); err != nil {
+		return fmt.Errorf("regime.observe: value must be a finite number >= %g: %w", observation.Min, err)
 	}
 	ss := lib.GetScenarioState(mi.vu.Context())
 	if ss == nil {
@@ -288,14 +317,24 @@ func (mi *moduleInstance) observe(value float64) error {
 	return nil
 }
 
-// current returns the regime tag of the VU's running iteration.
+// current returns the regime of the VU's running iteration: its regime tag,
+// or (with tagging 'off', or 'wrap' outside a wrapped function) its
+// scenario's regime. Outside a scenario iteration (init, setup(),
+// teardown(), handleSummary) there is none: an error, never "".
 func (mi *moduleInstance) current() (string, error) {
 	state := mi.vu.State()
 	if state == nil {
-		return "", errors.New("regime.current() can only be called while a VU runs an iteration")
+		return "", errors.New("regime.current() can only be called while a VU runs an iteration, not in the init context")
 	}
-	v, _ := state.Tags.GetCurrentValues().Tags.Get(regimeTag)
-	return v, nil
+	if v, ok := state.Tags.GetCurrentValues().Tags.Get(regimeTag); ok && v != "" {
+		return v, nil
+	}
+	ss := lib.GetScenarioState(mi.vu.Context())
+	if ss == nil {
+		return "", errors.New("regime.current() has no regime outside a scenario iteration " +
+			"(setup(), teardown() and handleSummary run in none)")
+	}
+	return detector.Regime(mi.rs.scenario(ss.Name).regime.Load()).String(), nil
 }
 
 // summary returns what the detectors found, per scenario, for handleSummary.

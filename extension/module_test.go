@@ -139,6 +139,7 @@ func TestConfigureValidation(t *testing.T) {
 		{"request needs endpoint", `{"input":"request"}`, "needs 'scope' to be \"endpoint\""},
 		{"detector range", `{"scenarios":{"gameplay":{"detector":{"median_tolerance":-1}}}}`, "option 'scenarios.gameplay.detector': median_tolerance"},
 		{"detector unknown", `{"detector":{"windowz":3}}`, `option 'detector': unknown field "windowz"`},
+		{"maxEndpoints", `{"scenarios":{"gameplay":{"maxEndpoints":0}}}`, "option 'scenarios.gameplay.maxEndpoints' is 0; valid values: 1..100000"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,7 +184,15 @@ func TestConfigureContext(t *testing.T) {
 	_, err := rt.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {scope:'scenario'})`)
 	require.NoError(t, err)
 	_, err = rt.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {scope:'endpoint'})`)
-	require.ErrorContains(t, err, "different settings")
+	require.ErrorContains(t, err, "called twice in this script with different settings", "one script, not another VU")
+	_, err = rt.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {scope:'scenario'})`)
+	require.NoError(t, err, "the same settings again are harmless")
+
+	other := modulestest.NewRuntime(t) // another VU's init context
+	omi := root.NewModuleInstance(other.VU).(*moduleInstance)
+	require.NoError(t, other.VU.Runtime().Set("regime", omi.Exports().Default))
+	_, err = other.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {scope:'endpoint'})`)
+	require.ErrorContains(t, err, "another VU's init context")
 	_, err = rt.VU.Runtime().RunString(`regime.wrap(42)`)
 	require.ErrorContains(t, err, "regime.wrap: expected a function")
 
@@ -191,5 +200,5 @@ func TestConfigureContext(t *testing.T) {
 	_, err = rt.VU.Runtime().RunString(`regime.configure({}, {})`)
 	require.ErrorContains(t, err, "must be called in the init context")
 	_, err = rt.VU.Runtime().RunString(`regime.observe(-1)`)
-	require.ErrorContains(t, err, "finite number > 0")
+	require.ErrorContains(t, err, "-1 is not > 0")
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
-	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -163,13 +161,24 @@ type saveOptions struct {
 	TestID string         `json:"testid"`
 	Extra  map[string]any `json:"extra"`
 	Report *bool          `json:"report"`
-	// Files are extra files (name -> text) written into the run folder.
+	// Files are extra files (name -> text) written into the run folder; the
+	// folder's own file names are refused.
 	Files map[string]string `json:"files"`
-	// Aborted marks an interrupted run.
+	// Aborted marks the run as aborted in the script's judgement, when the
+	// extension found it completed (it finds out how a run ended by itself).
 	Aborted bool `json:"aborted"`
 	// Thresholds are k6's verdicts (metric -> expression -> ok).
 	Thresholds map[string]map[string]bool `json:"thresholds"`
+	// Required makes k6 exit with status 111 when the folder cannot be
+	// written and k6 would otherwise exit 0.
+	Required bool `json:"required"`
 }
+
+const saveKeys = "dir, testid, extra, report, files, aborted, thresholds, required"
+
+// errNotAfterTest is saveResults' error before the test ended.
+var errNotAfterTest = errors.New("saveResults() must be called from handleSummary, after the test: " +
+	"in setup(), the default function or teardown() the run's figures are not complete")
 
 // buildRun assembles the run's results from the run state and the recorder.
 func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*results.Run, error) {
@@ -229,6 +238,19 @@ func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*result
 	s.Series.WindowsDropped = r.windowsDropped
 	r.mu.Unlock()
 
+	for _, name := range s.SortedScenarios() {
+		l := s.Scenarios[name].EndpointLimit
+		if l == nil {
+			continue
+		}
+		at := ""
+		if !l.ValuesExact {
+			at = "at least "
+		}
+		s.Warnings = append(s.Warnings, fmt.Sprintf("scenario %s: %s%d endpoint values beyond maxEndpoints %d (e.g. %s): "+
+			"%d requests counted under endpoint %s, %d observations fed to its detector", name, at, l.Values, l.Max,
+			strings.Join(l.Examples, ", "), l.Requests, otherEndpoint, l.Observations))
+	}
 	s.Environment = env
 	switch {
 	case in.RunStarted != nil:
@@ -245,7 +267,6 @@ func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*result
 		s.Ended = time.UnixMilli(int64(math.Ceil(last)))
 	}
 	s.TestID = testID
-	s.RunID = runID(s.Started, testID)
 	if s.Series.WindowsDropped > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d detector windows beyond %d were not written to %s",
 			s.Series.WindowsDropped, maxRecordedWindows, results.WindowsFile))
@@ -257,25 +278,16 @@ func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*result
 	return run, nil
 }
 
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
-
-// runID is the results folder name: the start time (UTC) and the testid.
-func runID(started time.Time, testID string) string {
-	id := started.UTC().Format("20060102T150405Z")
-	if testID != "" {
-		id += "-" + unsafeID.ReplaceAllString(testID, "_")
-	}
-	return id
-}
-
-// save writes the run folder under opts.Dir and returns its path.
-func (r *recorder) save(rs *runState, opts saveOptions) (string, *results.Run, error) {
+// save writes a new run folder under opts.Dir (named by a run ID that
+// cannot collide, written complete or not at all: results.Run.Save) and
+// returns its path; end says how the run ended.
+func (r *recorder) save(rs *runState, end *results.RunEnd, opts saveOptions) (string, *results.Run, error) {
 	if opts.Dir == "" {
 		opts.Dir = "results"
 	}
 	for name := range opts.Files {
-		if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
-			return "", nil, fmt.Errorf("option 'files': %q is not a plain file name", name)
+		if err := results.CheckExtraFileName(name); err != nil {
+			return "", nil, fmt.Errorf("option 'files': %w", err)
 		}
 	}
 	run, err := r.buildRun(rs, opts.TestID, time.Now())
@@ -283,16 +295,15 @@ func (r *recorder) save(rs *runState, opts saveOptions) (string, *results.Run, e
 		return "", nil, err
 	}
 	run.Summary.Extra = opts.Extra
-	run.Summary.Aborted = opts.Aborted
 	run.Summary.Thresholds = opts.Thresholds
-	dir := filepath.Join(opts.Dir, run.Summary.RunID)
-	if err := run.WriteDir(dir, results.WriteOptions{Report: opts.Report == nil || *opts.Report}); err != nil {
-		return "", nil, err
+	if opts.Aborted && end.Status == results.EndCompleted {
+		end = &results.RunEnd{Status: results.EndAborted, Detail: "marked aborted by the script (saveResults({aborted: true}))"}
 	}
-	for name, content := range opts.Files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil { //nolint:gosec // a results folder users read
-			return "", nil, err
-		}
+	run.Summary.End = end
+	run.Summary.Aborted = end.Status != results.EndCompleted
+	dir, err := run.Save(opts.Dir, results.WriteOptions{Report: opts.Report == nil || *opts.Report}, opts.Files)
+	if err != nil {
+		return "", nil, err
 	}
 	r.mu.Lock()
 	r.saved = run.Summary
@@ -301,19 +312,23 @@ func (r *recorder) save(rs *runState, opts saveOptions) (string, *results.Run, e
 }
 
 // resultsExports are the results functions of the JS API.
-func resultsExports(vu modules.VU, rs *runState, rec *recorder) map[string]any {
+func resultsExports(vu modules.VU, rs *runState, rec *recorder, end *runEnd) map[string]any {
 	return map[string]any{
-		"saveResults": func(opts sobek.Value) (string, error) { return saveResultsJS(vu, rs, rec, opts) },
+		"saveResults": func(opts sobek.Value) (string, error) { return saveResultsJS(vu, rs, rec, end, opts) },
 		"textSummary": func() (string, error) { return textSummaryJS(rs, rec) },
 	}
 }
 
-// saveResultsJS is saveResults({dir, testid, extra, report, files, aborted}):
-// it writes results/<run id>/ and returns that path. Call it from
-// handleSummary (after the test; k6 runs handleSummary on interrupted runs too).
-func saveResultsJS(vu modules.VU, rs *runState, rec *recorder, v sobek.Value) (string, error) {
+// saveResultsJS is saveResults({dir, testid, extra, report, files, aborted,
+// thresholds, required}): it writes results/<run id>/ and returns that path.
+// It must be called from handleSummary (k6 runs it on interrupted runs too),
+// once the test has ended.
+func saveResultsJS(vu modules.VU, rs *runState, rec *recorder, end *runEnd, v sobek.Value) (string, error) {
 	if vu.State() == nil && vu.InitEnv() != nil {
 		return "", errors.New("saveResults() must be called after the test (in handleSummary), not in the init context")
+	}
+	if !rs.ended.Load() {
+		return "", errNotAfterTest
 	}
 	var opts saveOptions
 	if v != nil && !sobek.IsUndefined(v) && !sobek.IsNull(v) {
@@ -322,13 +337,17 @@ func saveResultsJS(vu modules.VU, rs *runState, rec *recorder, v sobek.Value) (s
 			return "", fmt.Errorf("saveResults: options: %w", err)
 		}
 		if err := strictUnmarshal(b, &opts); err != nil {
-			return "", fmt.Errorf("saveResults: options: %w (valid keys: dir, testid, extra, report, files, aborted, thresholds)", err)
+			return "", fmt.Errorf("saveResults: options: %w (valid keys: %s)", err, saveKeys)
 		}
 	}
-	dir, _, err := rec.save(rs, opts)
+	dir, run, err := rec.save(rs, end.current(), opts)
 	if err != nil {
+		if opts.Required {
+			end.noteFailed(err)
+		}
 		return "", fmt.Errorf("saveResults: %w", err)
 	}
+	end.noteSaved(dir, run, opts.Report == nil || *opts.Report)
 	return dir, nil
 }
 

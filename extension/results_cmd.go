@@ -3,15 +3,30 @@ package extension
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/cmd/state"
+
+	"github.com/xk6-regime/xk6-regime/internal/cliexit"
 )
 
-// errBudgetExceeded makes compare exit non-zero when a --fail-on budget is exceeded.
-var errBudgetExceeded = errors.New("compare: budget exceeded")
+// Exit statuses of `k6 x regime compare`, `merge` and `report` (as diff's:
+// 1 is the verdict, 2 is trouble).
+const (
+	exitGateFailed = 1             // compare: a budget was exceeded or could not be judged
+	exitTrouble    = cliexit.Usage // bad flags or arguments, unreadable or invalid input, refused output
+)
+
+// troubleError marks err with exit status 2.
+func troubleError(err error) error { return cliexit.With(err, exitTrouble) }
+
+// troubleArgs makes a cobra argument check's error exit with status 2.
+func troubleArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return cliexit.Args(check, exitTrouble)
+}
 
 // resultsCommands are the `k6 x regime` commands on results folders:
 // merge, report and compare.
@@ -29,35 +44,44 @@ func mergeCommand(gs *state.GlobalState) *cobra.Command {
 (execution segments, or the pods of a distributed run) into one folder:
 HDR histograms are merged and counts summed, so per-regime counts and
 percentiles are those of the whole test (within HDR precision). TTSS and the
-boundaries are the latest over the instances, classes the worst.`,
-		Args:          cobra.MinimumNArgs(1),
+boundaries are the latest over the instances, classes the worst.
+
+The output folder must not exist: merge never overwrites (its inputs least of
+all), and refuses a folder given twice. It writes into a hidden temporary
+folder beside --out and renames it into place when complete.
+Exit status: 0 merged; 2 bad arguments, unreadable or invalid input, or a
+refused output.`,
+		Args:          troubleArgs(cobra.MinimumNArgs(1)),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if out == "" {
-				return errors.New("merge: --out DIR is required")
+				return troubleError(errors.New("merge: --out DIR is required"))
+			}
+			if err := results.CheckMergePaths(args, out); err != nil {
+				return troubleError(fmt.Errorf("merge: %w", err))
 			}
 			runs := make([]*results.Run, 0, len(args))
 			for _, dir := range args {
 				r, err := results.LoadDir(dir)
 				if err != nil {
-					return fmt.Errorf("merge: %w", err)
+					return troubleError(fmt.Errorf("merge: %w", err))
 				}
 				runs = append(runs, r)
 			}
 			merged, err := results.Merge(runs, args)
 			if err != nil {
-				return err
+				return troubleError(err)
 			}
-			if err := merged.WriteDir(out, results.WriteOptions{Report: !noReport}); err != nil {
-				return fmt.Errorf("merge: %w", err)
+			if err := merged.WriteNew(out, results.WriteOptions{Report: !noReport}, nil); err != nil {
+				return troubleError(fmt.Errorf("merge: %w", err))
 			}
 			fmt.Fprintf(gs.Stdout, "merged %d results folders (%d instances) into %s\n", len(args), merged.Summary.Instances, out)
 			fmt.Fprint(gs.Stdout, results.TextTable(merged.Summary))
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "folder to write the merged results to (created)")
+	cmd.Flags().StringVar(&out, "out", "", "folder to write the merged results to (must not exist)")
 	cmd.Flags().BoolVar(&noReport, "no-report", false, "do not write report.html")
 	return cmd
 }
@@ -65,21 +89,30 @@ boundaries are the latest over the instances, classes the worst.`,
 func reportCommand(gs *state.GlobalState) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:           "report RUN_DIR",
-		Short:         "Rebuild report.html from a results folder",
-		Args:          cobra.ExactArgs(1),
+		Use:   "report RUN_DIR",
+		Short: "Rebuild report.html from a results folder",
+		Long: `Rebuilds report.html from a results folder (or writes it to --out), replacing
+the file atomically. Exit status: 0 written; 2 bad arguments, an unreadable or
+invalid folder, or an --out that names one of the folder's data files.`,
+		Args:          troubleArgs(cobra.ExactArgs(1)),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			r, err := results.LoadDir(args[0])
-			if err != nil {
-				return fmt.Errorf("report: %w", err)
-			}
 			if out == "" {
 				out = filepath.Join(args[0], results.ReportFile)
 			}
+			if fi, err := os.Stat(out); err == nil && fi.IsDir() {
+				return troubleError(fmt.Errorf("report: --out %s is a folder; give a file name", out))
+			}
+			if base := filepath.Base(out); base != results.ReportFile && results.ReservedName(base) {
+				return troubleError(fmt.Errorf("report: --out %s would replace a results folder's data file; give another name", out))
+			}
+			r, err := results.LoadDir(args[0])
+			if err != nil {
+				return troubleError(fmt.Errorf("report: %w", err))
+			}
 			if err := r.WriteReport(out); err != nil {
-				return err
+				return troubleError(err)
 			}
 			fmt.Fprintf(gs.Stdout, "wrote %s\n", out)
 			return nil
@@ -91,6 +124,7 @@ func reportCommand(gs *state.GlobalState) *cobra.Command {
 
 func compareCommand(gs *state.GlobalState) *cobra.Command {
 	var failOn string
+	var allowIncomplete bool
 	cmd := &cobra.Command{
 		Use:   "compare BASE_DIR CANDIDATE_DIR [--fail-on BUDGETS]",
 		Short: "Compare two runs' steady-state figures; fail CI on budgets",
@@ -98,35 +132,48 @@ func compareCommand(gs *state.GlobalState) *cobra.Command {
 p95 / p99 / error rate of steady requests, per scenario steady iteration
 p95 / p99, TTSS and cold-start cost, as a before/after table.
 
---fail-on gives budgets the candidate may exceed the base by; when one is
-exceeded the command exits non-zero. Forms: METRIC=+N% (relative to the
-base) or METRIC=+N (absolute: ms, or a fraction for errors), comma-separated,
-e.g. --fail-on p95=+10%,errors=+0.01,ttss=+20%.
-Metrics: p50, p90, p95, p99, p99_9, errors, ttss, cold_start, cold_excess.`,
-		Args:          cobra.ExactArgs(2),
+--fail-on gives budgets the candidate may exceed the base by. Forms:
+METRIC=+N% (relative to the base) or METRIC=+N (absolute: ms, or a fraction
+for errors), comma-separated, e.g. --fail-on p95=+10%,errors=+0.01,ttss=+20%.
+Metrics: p50, p90, p95, p99, p99_9, errors, ttss, cold_start, cold_excess.
+A budget never passes on missing data: a budgeted figure the candidate lacks
+(a scenario or endpoint missing, steady state never reached) fails, and so
+does a budget that finds no figure in both runs.
+
+A base run that did not complete (interrupted, aborted, timed out) is refused
+unless --allow-incomplete-base is given.
+Exit status: 0 no budget failed; 1 a budget was exceeded or could not be
+judged (each reason printed); 2 bad flags or arguments, an unreadable or
+invalid folder, or a refused base.`,
+		Args:          troubleArgs(cobra.ExactArgs(2)),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(_ *cobra.Command, args []string) error {
 			budgets, err := results.ParseBudgets(failOn)
 			if err != nil {
-				return err
+				return troubleError(err)
 			}
 			base, err := results.ReadSummary(args[0])
 			if err != nil {
-				return fmt.Errorf("compare: base: %w", err)
+				return troubleError(fmt.Errorf("compare: base: %w", err))
 			}
 			cand, err := results.ReadSummary(args[1])
 			if err != nil {
-				return fmt.Errorf("compare: candidate: %w", err)
+				return troubleError(fmt.Errorf("compare: candidate: %w", err))
+			}
+			if err := results.CheckBaseline(base); err != nil && !allowIncomplete {
+				return troubleError(fmt.Errorf("compare: %s: %w; give --allow-incomplete-base to compare against it anyway", args[0], err))
 			}
 			c := results.Compare(base, cand, budgets)
 			fmt.Fprint(gs.Stdout, c.Text(args[0], args[1]))
 			if c.Failed() {
-				return errBudgetExceeded
+				return cliexit.With(fmt.Errorf("compare: %d budget check(s) failed", len(c.Failures)), exitGateFailed)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "budgets, e.g. p95=+10%,errors=+0.01,ttss=+20%")
+	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete-base", false,
+		"compare against a base run that did not complete (interrupted, aborted, timed out)")
 	return cmd
 }

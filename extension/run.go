@@ -59,6 +59,9 @@ type runState struct {
 
 	ingested      atomic.Int64 // iteration samples seen by the detection sink
 	noScenarioTag atomic.Int64 // samples without the scenario tag
+	// engineOff: k6 runs no metrics engine (--summary-mode=disabled with
+	// --no-thresholds), so the detection sinks receive nothing.
+	engineOff atomic.Bool
 }
 
 // observer receives the detectors' events as they happen (an output, a
@@ -276,6 +279,7 @@ func (rs *runState) scenario(name string) *scenarioState {
 	defer rs.mu.Unlock()
 	if st = rs.scenarios[name]; st == nil {
 		st = newScenarioState(name, rs.cfg.Load().forScenario(name))
+		st.logger = rs.logger
 		rs.scenarios[name] = st
 	}
 	return st
@@ -574,9 +578,11 @@ func (rs *runState) testEnd() {
 		rs.ended.Store(true)
 		return
 	}
-	if rs.ingested.Load() == 0 {
-		rs.logger.Error("regime: the detectors received no iteration samples; k6 runs its metrics engine only " +
-			"when the end-of-test summary or thresholds are enabled (do not combine --no-summary with --no-thresholds)")
+	if rs.engineOff.Load() {
+		// decided from k6's options, not from the samples seen so far: at
+		// TestEnd the engine may not have delivered a short run's samples yet
+		rs.logger.Error("regime: k6 runs no metrics engine with --summary-mode=disabled and --no-thresholds together, " +
+			"so the detectors received no samples: no regime was detected and regime_steady is 0; drop one of the two")
 	}
 	if n := rs.noScenarioTag.Load(); n > 0 {
 		rs.logger.Errorf("regime: %d iterations had no 'scenario' tag and were not used; keep 'scenario' in systemTags", n)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/xk6-regime/xk6-regime/detector"
 	"go.k6.io/k6/v2/metrics"
 )
@@ -67,6 +68,10 @@ type scenarioState struct {
 	transitions             []transitionRecord
 	droppedTransitions      int64
 
+	// observations of endpoints beyond cfg.MaxEndpoints, fed to the
+	// otherEndpoint detector; logger reports the first one
+	overObs int64
+	logger  logrus.FieldLogger
 	// frozen is set when the steady gate is judged (k6's TestEnd): samples
 	// the metrics engine delivers later are counted and recorded but no
 	// longer observed, so that the gate, summary() and the saved results
@@ -149,6 +154,19 @@ func (s *scenarioState) scopeFor(endpoint string, onTransition func(*endpointSco
 	if sc, ok := s.scopes[endpoint]; ok {
 		return sc
 	}
+	if endpoint != "" && s.endpointDetectors() >= s.maxEndpoints() {
+		// beyond the cap: one detector for every further endpoint
+		s.overObs++
+		if sc, ok := s.scopes[otherEndpoint]; ok {
+			return sc
+		}
+		if s.logger != nil {
+			s.logger.Warnf("regime: scenario %s has more than %d endpoints (tag %q); further endpoints share one detector, %s. "+
+				"Raise maxEndpoints in regime.configure() if they are real endpoints (about 144 KiB per detector with the default detector options)",
+				s.name, s.maxEndpoints(), s.cfg.EndpointTag, otherEndpoint)
+		}
+		endpoint = otherEndpoint
+	}
 	sc := &endpointScope{name: endpoint}
 	dcfg := s.cfg.Detector
 	dcfg.DropTrace = true // tags and gates are online decisions: Hindsight is never called here
@@ -165,6 +183,27 @@ func (s *scenarioState) scopeFor(endpoint string, onTransition func(*endpointSco
 	s.scopes[endpoint] = sc
 	s.order = append(s.order, endpoint)
 	return sc
+}
+
+// maxEndpoints is the scenario's cap on endpoint detectors.
+func (s *scenarioState) maxEndpoints() int {
+	if s.cfg.MaxEndpoints > 0 {
+		return s.cfg.MaxEndpoints
+	}
+	return defaultMaxEndpoints
+}
+
+// endpointDetectors counts the detectors of named endpoints (not the
+// scenario's own, nor otherEndpoint's). Callers hold s.mu.
+func (s *scenarioState) endpointDetectors() int {
+	n := len(s.scopes)
+	if _, ok := s.scopes[""]; ok {
+		n--
+	}
+	if _, ok := s.scopes[otherEndpoint]; ok {
+		n--
+	}
+	return n
 }
 
 // aggregateRegime is the regime a new iteration of the scenario starts in:

@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -142,4 +143,24 @@ func TestGateFraction(t *testing.T) {
 			require.Contains(t, hook.LastEntry().Message, "the gate needs 50% (gateFraction)")
 		}
 	}
+}
+
+// TestEndpointDetectorCap: with scope endpoint, every endpoint value got a
+// detector (about 144 KiB each, up to 22 MiB with the largest settings).
+// Beyond maxEndpoints they share one, "(other)", and are counted.
+func TestEndpointDetectorCap(t *testing.T) {
+	t.Parallel()
+	cfg := defaultScenarioConfig()
+	cfg.Scope, cfg.Input, cfg.MaxEndpoints = scopeEndpoint, inputRequest, 5
+	s := newScenarioState("s", cfg)
+	rs := newRunState()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range 200 {
+		s.observe(rs, fmt.Sprintf("ep%d", i%50), time.Unix(0, int64(i)), 1+float64(i%3))
+	}
+	require.Len(t, s.scopes, 6)
+	require.Contains(t, s.scopes, otherEndpoint)
+	require.EqualValues(t, 180, s.overObs)
+	require.EqualValues(t, 180, s.scopes[otherEndpoint].det.Snapshot().N)
 }

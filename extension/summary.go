@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
 var regimeNames = [3]string{"cold", "warmup", "steady"}
@@ -17,8 +18,20 @@ func (rs *runState) summary() map[string]any {
 	for _, name := range rs.knownScenarios() {
 		st := rs.scenario(name)
 		st.mu.Lock()
-		scenarios[name] = st.summary()
+		sum := st.summary()
+		overObs, maxEp := st.overObs, st.maxEndpoints()
 		st.mu.Unlock()
+		lim := rs.bd.endpointLimit(name)
+		if lim != nil || overObs > 0 {
+			if lim == nil {
+				lim = &results.EndpointLimit{ValuesExact: false, Examples: []string{}}
+			}
+			sum["endpoint_limit"] = map[string]any{
+				"max": maxEp, "values": lim.Values, "values_exact": lim.ValuesExact,
+				"requests": lim.Requests, "observations": overObs, "examples": lim.Examples,
+			}
+		}
+		scenarios[name] = sum
 	}
 	var started any
 	rs.mu.RLock()

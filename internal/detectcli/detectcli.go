@@ -13,6 +13,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"go.k6.io/k6/v2/errext/exitcodes"
 
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/observation"
 )
 
 // options are the command's own flags besides the detector config.
@@ -35,15 +37,20 @@ type options struct {
 	preset      string
 	tagsPath    string
 	noHindsight bool
-	cfg         detector.Config
-	tags        *tagWriter
+	// maxGroups caps the series held at once per file (--group); rows of
+	// groups beyond it are counted, not analysed (see overflow).
+	maxGroups int
+	cfg       detector.Config
+	tags      *tagWriter
+	stderr    io.Writer // warnings
 }
 
 // NewCommand returns the `detect` cobra command writing results to stdout
 // and per-file errors to stderr. When any file or series fails, RunE returns
-// an error after every file has been processed (the exit status is 1).
+// an error after every file has been processed (exit status 1); bad flags,
+// option values or arguments are usage errors (exit status 2).
 func NewCommand(stdout, stderr io.Writer) *cobra.Command {
-	o := &options{cfg: detector.DefaultConfig()}
+	o := &options{cfg: detector.DefaultConfig(), stderr: stderr}
 	cmd := &cobra.Command{
 		Use:   "detect [flags] FILE.csv[.gz]...",
 		Short: "Find cold end, warm-up and steady state in CSV series",
@@ -53,24 +60,26 @@ one value of the --group column within a file, in file order; lines starting
 with # are comments (so a results folder's series/iterations-*.csv reads as
 is). Prints one JSON object per series; observation indexes are 0-based within
 the series. --tags writes every observation's online tag.`,
-		Args:          cobra.MinimumNArgs(1),
+		Args:          usageArgs(cobra.MinimumNArgs(1)),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.applyPreset(cmd.Flags()); err != nil {
-				return err
+				return usageError(err)
 			}
 			if errs := o.cfg.Validate(); len(errs) > 0 {
-				return errext.WithExitCodeIfNone(
-					fmt.Errorf("invalid options: %w", errors.Join(errs...)), exitcodes.ExitCode(1))
+				return usageError(fmt.Errorf("invalid options: %w", errors.Join(errs...)))
 			}
 			if o.cfg.WindowMinDuration > 0 && o.timeCol == "" {
-				return errors.New("--window-min-duration needs timestamps: give the --time column")
+				return usageError(errors.New("--window-min-duration needs timestamps: give the --time column"))
 			}
 			switch o.timeUnit {
 			case "ns", "us", "ms", "s":
 			default:
-				return fmt.Errorf("--time-unit must be one of ns, us, ms, s; got %q", o.timeUnit)
+				return usageError(fmt.Errorf("--time-unit must be one of ns, us, ms, s; got %q", o.timeUnit))
+			}
+			if o.maxGroups < 1 {
+				return usageError(fmt.Errorf("--max-groups must be at least 1; got %d", o.maxGroups))
 			}
 			if o.tagsPath != "" {
 				tw, err := newTagWriter(o.tagsPath)
@@ -95,7 +104,7 @@ the series. --tags writes every observation's online tag.`,
 			if failed > 0 {
 				// exit status 1 under k6 too (k6 exits 255 for errors without a code)
 				return errext.WithExitCodeIfNone(
-					fmt.Errorf("%d of %d files had errors", failed, len(args)), exitcodes.ExitCode(1))
+					fmt.Errorf("%d of %d files had errors", failed, len(args)), exitcodes.ExitCode(exitFileErrors))
 			}
 			return nil
 		},
@@ -111,7 +120,11 @@ the series. --tags writes every observation's online tag.`,
 		"write every observation's online tag to this CSV file (file,group,index,time,value,regime): the regime in force when it arrived")
 	fs.BoolVar(&o.noHindsight, "no-hindsight", false,
 		"skip the end-of-run refinement (its object is null); it costs up to seconds per series")
+	fs.IntVar(&o.maxGroups, "max-groups", DefaultMaxGroups,
+		"most --group series held per file; rows of further groups are counted in one \"other\" line, not analysed "+
+			"(each series costs about 240 KiB allocated with the default detector options)")
 	addConfigFlags(fs, &o.cfg)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	return cmd
 }
 
@@ -124,7 +137,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	cmd.SetErr(stderr)
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintf(stderr, "detect: %v\n", err)
-		return 1
+		return exitCode(err)
 	}
 	return 0
 }
@@ -243,8 +256,9 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 		return errors.New("empty file (no header)")
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("header: %w", err)
 	}
+	header = slices.Clone(header) // the reader reuses its record slice
 	find := func(name string) int {
 		for i, h := range header {
 			if strings.TrimSpace(h) == name {
@@ -256,19 +270,19 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 	col := len(header) - 1
 	if o.column != "" {
 		if col = find(o.column); col < 0 {
-			return fmt.Errorf("no column %q (columns: %s)", o.column, strings.Join(header, ","))
+			return fmt.Errorf("no column %q (columns: %s)", o.column, quoteAll(header))
 		}
 	}
 	grp := -1
 	if o.group != "" {
 		if grp = find(o.group); grp < 0 {
-			return fmt.Errorf("no group column %q (columns: %s)", o.group, strings.Join(header, ","))
+			return fmt.Errorf("no group column %q (columns: %s)", o.group, quoteAll(header))
 		}
 	}
 	tcol := -1
 	if o.timeCol != "" {
 		if tcol = find(o.timeCol); tcol < 0 {
-			return fmt.Errorf("no time column %q (columns: %s)", o.timeCol, strings.Join(header, ","))
+			return fmt.Errorf("no time column %q (columns: %s)", o.timeCol, quoteAll(header))
 		}
 	}
 	unit := map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[o.timeUnit]
@@ -276,15 +290,16 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 	var order []*series
 	byName := map[string]*series{}
 	var cur *series
+	var over overflow
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
-			return err
+			return err // a *csv.ParseError names the line and column
 		}
+		line, _ := cr.FieldPos(0)
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			continue // blank line
 		}
@@ -292,12 +307,34 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 		if len(rec) <= need {
 			return fmt.Errorf("line %d: %d fields, need at least %d", line, len(rec), need+1)
 		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rec[col]), 64)
+		if err != nil {
+			return fmt.Errorf("line %d: column %q: not a number: %q", line, header[col], rec[col])
+		}
+		if err := observation.Check(v); err != nil {
+			return fmt.Errorf("line %d: column %q: %q: %w", line, header[col], rec[col], err)
+		}
+		tns := -1.0
+		if tcol >= 0 {
+			tv, err := strconv.ParseFloat(strings.TrimSpace(rec[tcol]), 64)
+			if err != nil {
+				return fmt.Errorf("line %d: time column %q: not a number: %q", line, header[tcol], rec[tcol])
+			}
+			tns = tv * unit
+			if err := observation.CheckTime(tns); err != nil {
+				return fmt.Errorf("line %d: time column %q: %q (--time-unit %s): %w", line, header[tcol], rec[tcol], o.timeUnit, err)
+			}
+		}
 		key := ""
 		if grp >= 0 {
 			key = rec[grp]
 		}
 		if cur == nil || cur.name != key {
 			cur = byName[key]
+			if cur == nil && len(order) >= o.maxGroups {
+				over.add(key)
+				continue
+			}
 			if cur == nil {
 				d, err := detector.New(o.cfg)
 				if err != nil {
@@ -308,17 +345,9 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 				order = append(order, cur)
 			}
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(rec[col]), 64)
-		if err != nil {
-			return fmt.Errorf("line %d: column %q: not a number: %q", line, header[col], rec[col])
-		}
 		t := cur.n // observation index as time when there is no time column
 		if tcol >= 0 {
-			tv, err := strconv.ParseFloat(strings.TrimSpace(rec[tcol]), 64)
-			if err != nil {
-				return fmt.Errorf("line %d: time column %q: not a number: %q", line, header[tcol], rec[tcol])
-			}
-			t = int64(tv * unit)
+			t = int64(tns)
 		}
 		r := cur.det.Observe(t, v)
 		if o.tags != nil {
@@ -376,6 +405,12 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 		if err := enc.Encode(res); err != nil {
 			return err
 		}
+	}
+	if over.rows() > 0 {
+		if err := enc.Encode(otherLine{File: path, Other: over.report(o.maxGroups)}); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.stderr, "detect: %s: WARNING: %s\n", path, over.warning(o.maxGroups))
 	}
 	return errors.Join(errs...)
 }

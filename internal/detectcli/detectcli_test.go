@@ -56,6 +56,7 @@ type line struct {
 	Relapses    int            `json:"relapses"`
 	Params      map[string]any `json:"params"`
 	Hindsight   map[string]any `json:"hindsight"`
+	Other       map[string]any `json:"other"`
 }
 
 func parse(tb testing.TB, out string) []line {
@@ -82,6 +83,23 @@ func TestRun(t *testing.T) {
 	timed := writeFile(t, dir, "timed.csv", "ts,ms\n0,10\n0.5,11\n1.0,10\n1.5,12\n2.0,10\n2.5,10\n3.0,10\n3.5,11\n4,10\n4.5,10\n5,10\n5.5,10\n", false)
 	noRows := writeFile(t, dir, "empty.csv", "fork,i,seconds_per_op\n", false)
 	missing := filepath.Join(dir, "missing.csv")
+	quote := writeFile(t, dir, "quote.csv", "value\n1\nx\"y\n", false)
+	badHeader := writeFile(t, dir, "badheader.csv", "a,\"b\n1,2\n", false)
+	badValue := func(v string) string {
+		return writeFile(t, dir, "value-"+v+".csv", "fork,i,seconds_per_op\n0,0,1\n0,1,"+v+"\n", false)
+	}
+	badTime := func(name, v string) string {
+		return writeFile(t, dir, "time-"+name+".csv", "ts,ms\n0,10\n"+v+",11\n", false)
+	}
+	var groups strings.Builder
+	groups.WriteString("g,v\n")
+	for g := range 5 {
+		for i := range 3 {
+			fmt.Fprintf(&groups, "g%d,%d\n", g, 10+i)
+		}
+	}
+	fmt.Fprintf(&groups, "g4,10\ng0,11\n") // g4 seen again beyond the cap, g0 again within
+	manyGroups := writeFile(t, dir, "groups.csv", groups.String(), false)
 
 	for _, tc := range []struct {
 		name      string
@@ -138,16 +156,54 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "window duration without time column", args: []string{"--window-min-duration", "1s", good},
-			wantCode: 1, wantErr: []string{"--time"},
+			wantCode: 2, wantErr: []string{"--time"},
 		},
 		{
 			name: "bad time unit", args: []string{"--time", "ts", "--time-unit", "h", timed},
-			wantCode: 1, wantErr: []string{"--time-unit"},
+			wantCode: 2, wantErr: []string{"--time-unit"},
 		},
 		{
 			name: "bad files reported, others processed", args: []string{"--group", "fork", missing, badNum, good, noRows},
 			wantCode: 1, wantLines: 2,
-			wantErr: []string{"missing.csv", "no such file", "badnum.csv: line 3", `"abc"`, "empty.csv: empty series"},
+			wantErr: []string{"missing.csv", "no such file", "badnum.csv: line 3", `column "seconds_per_op"`, `"abc"`, "empty.csv: empty series"},
+		},
+		{
+			name: "CSV quote error in a data row: an error, later files processed", args: []string{quote, badHeader, timed},
+			wantCode: 1, wantLines: 1,
+			wantErr: []string{"quote.csv: parse error on line 3", `bare " in non-quoted-field`, "badheader.csv: header:", "extraneous or missing"},
+		},
+		{
+			name:     "NaN, infinite, negative, zero and unscalable values are errors naming line and column",
+			args:     []string{badValue("NaN"), badValue("-Inf"), badValue("-1"), badValue("0"), badValue("5e-324"), timed},
+			wantCode: 1, wantLines: 1,
+			wantErr: []string{
+				`value-NaN.csv: line 3: column "seconds_per_op": "NaN": NaN is not a finite number`,
+				`value--Inf.csv: line 3: column "seconds_per_op": "-Inf": -Inf is not a finite number`,
+				`value--1.csv: line 3: column "seconds_per_op": "-1": -1 is not > 0`,
+				`value-0.csv: line 3: column "seconds_per_op": "0": 0 is not > 0`,
+				`value-5e-324.csv: line 3: column "seconds_per_op": "5e-324": 5e-324 is below 1e-300`,
+			},
+		},
+		{
+			name:     "NaN, negative and overflowing timestamps are errors naming line and column",
+			args:     []string{"--time", "ts", badTime("nan", "NaN"), badTime("neg", "-0.5"), badTime("big", "1e10")},
+			wantCode: 1,
+			wantErr: []string{
+				`time-nan.csv: line 3: time column "ts": "NaN" (--time-unit s): NaN is not a finite number`,
+				`time-neg.csv: line 3: time column "ts": "-0.5" (--time-unit s): -5e+08 is negative`,
+				`time-big.csv: line 3: time column "ts": "1e10" (--time-unit s): 1e+19 ns is beyond`,
+			},
+		},
+		{
+			name: "groups beyond --max-groups are counted in one other line", args: []string{"--group", "g", "--window-min", "8", "--max-groups", "2", manyGroups},
+			wantLines: 3,
+			wantErr:   []string{"groups.csv: WARNING: 3 groups beyond --max-groups 2 (10 rows) were not analysed"},
+			check: func(t *testing.T, ls []line) {
+				require.Equal(t, "g0", *ls[0].Group)
+				require.EqualValues(t, 4, ls[0].N)
+				require.Equal(t, "g1", *ls[1].Group)
+				require.Equal(t, map[string]any{"groups": 3.0, "groups_exact": true, "rows": 10.0, "max_groups": 2.0}, ls[2].Other)
+			},
 		},
 		{
 			name: "missing column", args: []string{"--column", "nope", good},
@@ -159,10 +215,16 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "invalid option names the option", args: []string{"--median-tolerance", "0", "--sig-digits", "9", good},
-			wantCode: 1, wantErr: []string{"median_tolerance must be in", "sig_digits must be in"},
+			wantCode: 2, wantErr: []string{"median_tolerance must be in", "sig_digits must be in"},
 		},
 		{
-			name: "no files", args: nil, wantCode: 1, wantErr: []string{"requires at least 1 arg"},
+			name: "no files", args: nil, wantCode: 2, wantErr: []string{"requires at least 1 arg"},
+		},
+		{
+			name: "unknown flag", args: []string{"--bogus", good}, wantCode: 2, wantErr: []string{"unknown flag: --bogus"},
+		},
+		{
+			name: "bad --max-groups", args: []string{"--max-groups", "0", good}, wantCode: 2, wantErr: []string{"--max-groups must be at least 1"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,7 +253,7 @@ func TestCommandHasEveryConfigFlag(t *testing.T) {
 		"dispersion-ratio", "cusum-allowance", "mser5", "tail-quantile", "tail-min-above",
 		"noise-z", "stable-windows", "relapse-windows", "cold-factor", "cold-confirm", "cold-max",
 		"no-steady-windows", "sig-digits", "dynamic-range",
-		"column", "group", "time", "time-unit",
+		"column", "group", "time", "time-unit", "max-groups",
 	} {
 		require.NotNil(t, cmd.Flags().Lookup(name), name)
 	}

@@ -103,52 +103,94 @@ func (r CompareRow) Delta() float64 {
 type Comparison struct {
 	Rows     []CompareRow
 	Failures []string
+	// Notes are facts about the runs a reader must know (an early end).
+	Notes []string
 }
 
-// Failed says whether a budget was exceeded.
+// Failed says whether a budget was exceeded or could not be judged.
 func (c *Comparison) Failed() bool { return len(c.Failures) > 0 }
 
 func fp(v float64) *float64 { return &v }
 
+// CheckBaseline returns an error when base cannot serve as a baseline: a
+// run that ended before its planned end (interrupted, aborted, timed out)
+// holds figures of a part of the test only. Gates refuse such a baseline
+// unless the user allows it.
+func CheckBaseline(base *Summary) error {
+	if base.Completed() {
+		return nil
+	}
+	return fmt.Errorf("the base run did not complete: %s", base.EndText())
+}
+
 // Compare compares the steady-state figures of cand against base: per
 // phase x endpoint p95 / p99 / error rate of steady requests, per scenario
-// steady iteration p95 / p99, TTSS and cold-start cost; budgets fail rows.
+// steady iteration p95 / p99, TTSS and cold-start cost. A budget never
+// passes on missing data: a budgeted figure the base has and the candidate
+// lacks (a scenario or endpoint missing, no steady state) fails, one that
+// neither run has fails, and a budget that judged no figure at all fails. A
+// figure only the candidate has is shown, not judged.
 func Compare(base, cand *Summary, budgets []Budget) *Comparison {
 	c := &Comparison{}
+	if !cand.Completed() {
+		c.Notes = append(c.Notes, "the candidate run did not complete: "+cand.EndText())
+	}
+	if !base.Completed() {
+		c.Notes = append(c.Notes, "the base run did not complete: "+base.EndText())
+	}
 	byMetric := map[string]Budget{}
 	for _, b := range budgets {
 		byMetric[b.Metric] = b
 	}
+	judged := map[string]int{}
 	latency := []string{"p50", "p90", "p95", "p99", "p99_9"}
 	shown := map[string]bool{"p95": true, "p99": true}
 	for _, b := range budgets {
 		shown[b.Metric] = true
 	}
-	add := func(what, scope, metric string, b, x *float64) {
+	// why reports why the candidate lacks a figure of scenario sc
+	why := func(sc string) string {
+		x := cand.Scenarios[sc]
+		switch {
+		case sc == "":
+			return "missing in candidate"
+		case x == nil:
+			return "scenario " + sc + " missing in candidate"
+		case x.TTSSMs == nil:
+			return "candidate never reached steady state in " + sc
+		}
+		return "missing in candidate"
+	}
+	add := func(what, scope, scenario, metric string, b, x *float64) {
 		row := CompareRow{What: what, Scope: scope, Metric: metric, Base: b, Cand: x}
 		if bud, ok := byMetric[metric]; ok {
 			row.Budget = bud.String()
 			switch {
-			case b != nil && x == nil && metric == "ttss":
-				row.Fail, row.Note = true, "candidate never reached steady state"
 			case b != nil && x != nil:
+				judged[metric]++
 				limit := bud.Value
 				if bud.Relative {
 					limit = math.Abs(*b) * bud.Value / 100
 				}
 				if *x-*b > limit+1e-12 {
 					row.Fail = true
+					c.Failures = append(c.Failures, fmt.Sprintf("%s %s %s: base %s, candidate %s exceeds budget %s",
+						what, scope, metric, fmtOpt(b), fmtOpt(x), bud))
 				}
+			case b != nil:
+				row.Fail, row.Note = true, why(scenario)
+				c.Failures = append(c.Failures, fmt.Sprintf("%s %s %s: base %s, %s: budget %s cannot pass on missing data",
+					what, scope, metric, fmtOpt(b), row.Note, bud))
+			case x == nil:
+				row.Fail, row.Note = true, "missing in both runs"
+				c.Failures = append(c.Failures, fmt.Sprintf("%s %s %s: no figure in either run: budget %s cannot pass on missing data",
+					what, scope, metric, bud))
+			default:
+				row.Note = "new in candidate: not judged"
 			}
-			if row.Fail {
-				c.Failures = append(c.Failures, fmt.Sprintf("%s %s %s: base %s, candidate %s exceeds budget %s",
-					what, scope, metric, fmtOpt(b), fmtOpt(x), bud))
-			}
-		}
-		if b != nil && x == nil && row.Note == "" {
-			row.Note = "missing in candidate"
-		}
-		if b == nil && x != nil {
+		} else if b != nil && x == nil {
+			row.Note = why(scenario)
+		} else if b == nil && x != nil {
 			row.Note = "new in candidate"
 		}
 		c.Rows = append(c.Rows, row)
@@ -217,10 +259,10 @@ func Compare(base, cand *Summary, budgets []Budget) *Comparison {
 		}
 		for _, m := range latency {
 			if shown[m] {
-				add("request", scope, m, dist(bd, m), dist(cd, m))
+				add("request", scope, k.scenario, m, dist(bd, m), dist(cd, m))
 			}
 		}
-		add("request", scope, "errors", be, ce)
+		add("request", scope, k.scenario, "errors", be, ce)
 	}
 	names := map[string]bool{}
 	for n := range base.Scenarios {
@@ -244,7 +286,7 @@ func Compare(base, cand *Summary, budgets []Budget) *Comparison {
 		}
 		for _, m := range latency {
 			if shown[m] {
-				add("iteration", n, m, dist(reg(b), m), dist(reg(x), m))
+				add("iteration", n, n, m, dist(reg(b), m), dist(reg(x), m))
 			}
 		}
 		ttss := func(s *Scenario) *float64 {
@@ -265,11 +307,27 @@ func Compare(base, cand *Summary, budgets []Budget) *Comparison {
 			}
 			return s.ColdStart.ExcessMs
 		}
-		add("scenario", n, "ttss", ttss(b), ttss(x))
-		add("scenario", n, "cold_start", cold(b), cold(x))
-		add("scenario", n, "cold_excess", excess(b), excess(x))
+		add("scenario", n, n, "ttss", ttss(b), ttss(x))
+		add("scenario", n, n, "cold_start", cold(b), cold(x))
+		add("scenario", n, n, "cold_excess", excess(b), excess(x))
+	}
+	for _, b := range budgets {
+		if judged[b.Metric] == 0 && !c.failedOn(b.Metric) {
+			c.Failures = append(c.Failures, fmt.Sprintf("budget %s judged no figure: no %s is in both runs; it cannot pass on no data",
+				b, b.Metric))
+		}
 	}
 	return c
+}
+
+// failedOn says whether a row of metric failed already.
+func (c *Comparison) failedOn(metric string) bool {
+	for _, r := range c.Rows {
+		if r.Fail && r.Metric == metric {
+			return true
+		}
+	}
+	return false
 }
 
 func fmtOpt(v *float64) string {
@@ -308,8 +366,11 @@ func (c *Comparison) Text(baseName, candName string) string {
 	}
 	_ = tw.Flush()
 	b.WriteString("\n")
+	for _, n := range c.Notes {
+		b.WriteString("NOTE: " + n + "\n")
+	}
 	if c.Failed() {
-		fmt.Fprintf(&b, "%d budget(s) exceeded:\n", len(c.Failures))
+		fmt.Fprintf(&b, "%d budget check(s) failed:\n", len(c.Failures))
 		for _, f := range c.Failures {
 			b.WriteString("  " + f + "\n")
 		}

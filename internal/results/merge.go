@@ -1,9 +1,12 @@
 package results
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sort"
+	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -110,6 +113,7 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 		}
 		s.Series.WindowsDropped += in.Series.WindowsDropped
 	}
+	s.End = mergeEnds(runs, names)
 	for name, pts := range allSeries {
 		sort.SliceStable(pts, func(i, j int) bool { return pts[i].EndMs < pts[j].EndMs })
 		var total int64
@@ -132,6 +136,32 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 	}
 	out.Finalize()
 	return out, nil
+}
+
+// mergeEnds is how the merged test ended: as the first instance that did
+// not complete, else completed when every instance says so, else unknown.
+func mergeEnds(runs []*Run, names []string) *RunEnd {
+	all := true
+	for i, r := range runs {
+		e := r.Summary.End
+		if e == nil {
+			all = false
+			continue
+		}
+		if e.Status != EndCompleted {
+			out := *e
+			name := fmt.Sprint(i)
+			if i < len(names) {
+				name = names[i]
+			}
+			out.Detail = strings.TrimSuffix(fmt.Sprintf("instance %s; %s", name, e.Detail), "; ")
+			return &out
+		}
+	}
+	if all {
+		return &RunEnd{Status: EndCompleted}
+	}
+	return nil
 }
 
 func maxPtr(a, b *float64) *float64 {
@@ -212,4 +242,41 @@ func laterPoint(a, b *Point) *Point {
 		return b
 	}
 	return a
+}
+
+// CheckMergePaths refuses a merge that would count a folder twice (the same
+// input given twice, under any name) or overwrite anything (an output that
+// exists, an input above all). Every problem is reported.
+func CheckMergePaths(inputs []string, out string) error {
+	var errs []error
+	infos := make([]os.FileInfo, len(inputs))
+	for i, in := range inputs {
+		fi, err := os.Stat(in)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("input %s: %w", in, err))
+			continue
+		}
+		infos[i] = fi
+		for j := range i {
+			if infos[j] != nil && os.SameFile(infos[j], fi) {
+				errs = append(errs, fmt.Errorf("input %s is the same folder as input %s: each instance's results may be merged once", in, inputs[j]))
+				break
+			}
+		}
+	}
+	if fo, err := os.Stat(out); err == nil {
+		same := ""
+		for i, fi := range infos {
+			if fi != nil && os.SameFile(fi, fo) {
+				same = inputs[i]
+				break
+			}
+		}
+		if same != "" {
+			errs = append(errs, fmt.Errorf("--out %s is input %s: merge never overwrites its inputs; give a new folder", out, same))
+		} else {
+			errs = append(errs, fmt.Errorf("--out %s %w; give a new folder", out, ErrExists))
+		}
+	}
+	return errors.Join(errs...)
 }

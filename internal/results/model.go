@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -42,8 +43,11 @@ type Summary struct {
 	// Instances is 1 for one k6 process, the number of folders merged otherwise.
 	Instances  int      `json:"instances"`
 	MergedFrom []string `json:"merged_from,omitempty"`
-	// Aborted is set when the run did not reach its natural end (k6 was interrupted).
+	// Aborted is set when the run did not reach its natural end: End says how
+	// it ended (kept for readers of files written before End existed).
 	Aborted bool `json:"aborted,omitempty"`
+	// End says how the run ended; nil in files written before it existed.
+	End *RunEnd `json:"end,omitempty"`
 
 	Environment Environment `json:"environment"`
 	// InstanceEnvironments holds each instance's environment after a merge.
@@ -97,6 +101,25 @@ type Scenario struct {
 	Transitions []Transition     `json:"transitions"`
 	// Endpoints holds per-endpoint detections for scope "endpoint".
 	Endpoints map[string]*Detection `json:"endpoints,omitempty"`
+	// EndpointLimit reports the endpoint values beyond the scenario's
+	// maxEndpoints; nil when there were none.
+	EndpointLimit *EndpointLimit `json:"endpoint_limit,omitempty"`
+}
+
+// EndpointLimit is what went beyond a scenario's cap on endpoint values:
+// requests of further values share the request rows of endpoint "(other)",
+// and with scope "endpoint" their observations share one detector.
+type EndpointLimit struct {
+	Max int `json:"max"`
+	// Values counts the distinct values beyond the cap (a lower bound when
+	// ValuesExact is false: counting stops at 10,000).
+	Values      int  `json:"values"`
+	ValuesExact bool `json:"values_exact"`
+	// Requests went to the "(other)" request rows; Observations to the
+	// "(other)" detector.
+	Requests     int64    `json:"requests"`
+	Observations int64    `json:"observations"`
+	Examples     []string `json:"examples"`
 }
 
 // Detection is one endpoint detector's findings.
@@ -271,7 +294,96 @@ func ReadSummary(dir string) (*Summary, error) {
 	if s.Schema != SchemaVersion {
 		return nil, fmt.Errorf("%s: schema version %d, this tool reads version %d", filepath.Join(dir, SummaryFile), s.Schema, SchemaVersion)
 	}
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, SummaryFile), err)
+	}
 	return &s, nil
+}
+
+// How a run ended (RunEnd.Status).
+const (
+	// EndCompleted: the run reached its planned end (its thresholds may
+	// still have failed: see Summary.Thresholds).
+	EndCompleted = "completed"
+	// EndInterrupted: stopped by a signal (Ctrl+C, SIGTERM) or by k6's REST API.
+	EndInterrupted = "interrupted"
+	// EndAbortedByThreshold: a threshold with abortOnFail stopped the run.
+	EndAbortedByThreshold = "aborted_by_threshold"
+	// EndAbortedByScript: test.abort(), or an exception the script did not catch.
+	EndAbortedByScript = "aborted_by_script"
+	// EndTimedOut: setup() or teardown() ran past its timeout.
+	EndTimedOut = "timed_out"
+	// EndAbortedByOutput: an output stopped the run.
+	EndAbortedByOutput = "aborted_by_output"
+	// EndAborted: stopped before its end for a reason k6 did not give.
+	EndAborted = "aborted"
+)
+
+// RunEnd says how a run ended.
+type RunEnd struct {
+	Status string `json:"status"`
+	// Signal names the signal that interrupted the run (SIGINT, SIGTERM).
+	Signal string `json:"signal,omitempty"`
+	// Thresholds lists the abortOnFail thresholds that had failed
+	// ("metric: expression") when the run was aborted by a threshold.
+	Thresholds []string `json:"thresholds,omitempty"`
+	// Detail is k6's own message when it gave one.
+	Detail string `json:"detail,omitempty"`
+	// ExitCode is k6's exit status, when the run's end was known to the
+	// extension (nil when the folder was written before k6 decided it).
+	ExitCode *int `json:"exit_code,omitempty"`
+}
+
+// Completed says whether the run reached its planned end. Files written
+// before End existed count as completed unless marked aborted.
+func (s *Summary) Completed() bool {
+	if s.End == nil {
+		return !s.Aborted
+	}
+	return s.End.Status == EndCompleted
+}
+
+// EndText describes how the run ended, in one line.
+func (s *Summary) EndText() string {
+	e := s.End
+	if e == nil {
+		if s.Aborted {
+			return "interrupted (no details: written before xk6-regime recorded how runs end)"
+		}
+		return "unknown (written before xk6-regime recorded how runs end)"
+	}
+	var b strings.Builder
+	switch e.Status {
+	case EndCompleted:
+		b.WriteString("completed: the run reached its planned end")
+	case EndInterrupted:
+		b.WriteString("interrupted")
+		if e.Signal != "" {
+			b.WriteString(" by signal " + e.Signal)
+		}
+		b.WriteString(": the figures cover only the part that ran")
+	case EndAbortedByThreshold:
+		b.WriteString("aborted by a threshold with abortOnFail")
+		if len(e.Thresholds) > 0 {
+			b.WriteString(" (" + strings.Join(e.Thresholds, "; ") + ")")
+		}
+		b.WriteString(": the figures cover only the part that ran")
+	case EndAbortedByScript:
+		b.WriteString("aborted by the script (test.abort() or an uncaught exception): the figures cover only the part that ran")
+	case EndTimedOut:
+		b.WriteString("timed out (setup() or teardown() ran past its timeout)")
+	case EndAbortedByOutput:
+		b.WriteString("aborted by an output: the figures cover only the part that ran")
+	default:
+		b.WriteString(e.Status + ": the run stopped before its planned end; the figures cover only the part that ran")
+	}
+	if e.Detail != "" {
+		b.WriteString("; k6: " + e.Detail)
+	}
+	if e.ExitCode != nil {
+		fmt.Fprintf(&b, " (k6 exit status %d)", *e.ExitCode)
+	}
+	return b.String()
 }
 
 // SortedScenarios lists the scenario names in order.

@@ -125,10 +125,12 @@ func (r *Run) Report(w io.Writer) error {
 	if s.Instances > 1 {
 		fmt.Fprintf(&b, ", merged from %d k6 instances", s.Instances)
 	}
-	if s.Aborted {
-		b.WriteString(", <b>interrupted</b>")
-	}
 	b.WriteString("</p>\n")
+	class := "end"
+	if !s.Completed() {
+		class += " end-incomplete"
+	}
+	fmt.Fprintf(&b, "<p class=\"%s\" id=\"run-end\"><b>Run ended:</b> %s</p>\n", class, esc(s.EndText()))
 	warnings := append(append([]string(nil), s.Environment.Warnings...), s.Warnings...)
 	for _, e := range s.InstanceEnvironments {
 		warnings = append(warnings, e.Warnings...)

@@ -198,8 +198,8 @@ type WriteOptions struct {
 }
 
 // WriteDir finalizes the run and writes its folder (created if needed):
-// summary.json, hdr/*.hlog, requests.hlog, series/*.csv, windows.csv and,
-// when asked, report.html.
+// hdr/*.hlog, requests.hlog, series/*.csv, windows.csv, report.html when
+// asked, and summary.json last.
 func (r *Run) WriteDir(dir string, opt WriteOptions) error {
 	r.Finalize()
 	if err := os.MkdirAll(filepath.Join(dir, hdrDir), 0o755); err != nil { //nolint:gosec // a results folder users read
@@ -241,17 +241,44 @@ func (r *Run) WriteDir(dir string, opt WriteOptions) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
-	b, err := json.MarshalIndent(s, "", " ")
-	if err != nil {
-		return fmt.Errorf("results: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, SummaryFile), append(b, '\n'), 0o644); err != nil { //nolint:gosec
-		return fmt.Errorf("results: %w", err)
-	}
 	if opt.Report {
 		if err := r.WriteReport(filepath.Join(dir, ReportFile)); err != nil {
 			return err
 		}
+	}
+	// last: a folder without summary.json is no results folder to any tool
+	return writeSummary(dir, s, false)
+}
+
+// writeSummary writes summary.json into dir (through a temporary file and a
+// rename when replace is set, for a folder readers may already see).
+func writeSummary(dir string, s *Summary, replace bool) error {
+	b, err := json.MarshalIndent(s, "", " ")
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	b = append(b, '\n')
+	path := filepath.Join(dir, SummaryFile)
+	if replace {
+		err = ReplaceFile(path, func(f *os.File) error { _, err := f.Write(b); return err })
+	} else {
+		err = os.WriteFile(path, b, 0o644) //nolint:gosec // a results folder users read
+	}
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	return nil
+}
+
+// UpdateSummary rewrites summary.json (and report.html when it has one) of
+// the run's existing folder dir after its Summary changed (how the run
+// ended), each file replaced atomically.
+func (r *Run) UpdateSummary(dir string, report bool) error {
+	if err := writeSummary(dir, r.Summary, true); err != nil {
+		return err
+	}
+	if report {
+		return r.WriteReport(filepath.Join(dir, ReportFile))
 	}
 	return nil
 }
@@ -263,20 +290,17 @@ func spanStart(d *Dist, fallback int64) int64 {
 	return fallback
 }
 
-// WriteReport writes report.html.
+// WriteReport writes report.html, replacing the file at path atomically
+// (ReplaceFile): a reader never sees half a report.
 func (r *Run) WriteReport(path string) error {
-	f, err := os.Create(path) //nolint:gosec // the run folder
-	if err != nil {
-		return fmt.Errorf("results: %w", err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<16)
-	err = r.Report(bw)
-	if ferr := bw.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := ReplaceFile(path, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, 1<<16)
+		err := r.Report(bw)
+		if ferr := bw.Flush(); err == nil {
+			err = ferr
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("results: report: %w", err)
 	}

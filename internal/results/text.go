@@ -11,6 +11,9 @@ import (
 // environment warnings.
 func TextTable(s *Summary) string {
 	var b strings.Builder
+	if !s.Completed() {
+		fmt.Fprintf(&b, "RUN ENDED EARLY: %s\n", s.EndText())
+	}
 	b.WriteString("Regimes per scenario (iteration duration, ms; steady figures exclude cold and warm-up):\n")
 	fmt.Fprintf(&b, "  %-16s %-16s %-13s %7s %7s %8s %9s %10s %12s %10s %9s %9s %8s\n",
 		"scenario", "class", "steady-state", "cold", "warmup", "steady", "TTSS ms", "warm-up ms", "cold cost ms", "steady p50", "p95", "p99", "relapses")

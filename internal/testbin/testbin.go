@@ -35,12 +35,16 @@ type binary struct {
 }
 
 var (
-	k6   = &binary{env: "K6_BIN", dir: ".", pkg: "./cmd/k6", name: "k6"}
-	demo = &binary{env: "DEMO_BIN", dir: "demo", pkg: "./cmd/demo-service", name: "demo-service"}
+	k6    = &binary{env: "K6_BIN", dir: ".", pkg: "./cmd/k6", name: "k6"}
+	stock = &binary{env: "K6_STOCK_BIN", dir: ".", pkg: "./cmd/k6-stock", name: "k6-stock"}
+	demo  = &binary{env: "DEMO_BIN", dir: "demo", pkg: "./cmd/demo-service", name: "demo-service"}
 )
 
 // K6 returns the k6 binary with the extension.
 func K6(tb testing.TB) string { tb.Helper(); return k6.get(tb) }
+
+// Stock returns the same k6 without the extension (cmd/k6-stock).
+func Stock(tb testing.TB) string { tb.Helper(); return stock.get(tb) }
 
 // Demo returns the demo service binary.
 func Demo(tb testing.TB) string { tb.Helper(); return demo.get(tb) }

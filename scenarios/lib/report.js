@@ -60,6 +60,9 @@ export function report(data, meta) {
     thresholds,
     extra: { profile: meta.profile, variant: meta.variant, schedule: meta.schedule, state: data.state },
     files: { 'k6-metrics.json': JSON.stringify(data.metrics, null, 1) },
+    // a run whose results cannot be written fails (exit 111) instead of passing quietly;
+    // how the run ended (completed, interrupted, aborted by a threshold, ...) is recorded by the extension
+    required: true,
   });
   return { stdout: text(data, rs, { ...meta, dir }) };
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -36,13 +37,36 @@ export function handleSummary(data) {
 }
 `
 
+// runDirs are the run folders k6 wrote under out (not the hidden
+// .partial-* folders of a save in progress or killed).
+func runDirs(t *testing.T, out string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(out, "[^.]*", results.SummaryFile))
+	require.NoError(t, err)
+	for i := range m {
+		m[i] = filepath.Dir(m[i])
+	}
+	return m
+}
+
 // runDir is the one run folder k6 wrote under out.
 func runDir(t *testing.T, out string) string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(out, "*", results.SummaryFile))
-	require.NoError(t, err)
+	m := runDirs(t, out)
 	require.Len(t, m, 1, "one run folder under %s", out)
-	return filepath.Dir(m[0])
+	return m[0]
+}
+
+// resultsPath is the folder a run of resultsScript printed it saved.
+func resultsPath(t *testing.T, r k6Result) string {
+	t.Helper()
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		if p, ok := strings.CutPrefix(l, "RESULTS="); ok {
+			return p
+		}
+	}
+	t.Fatalf("no RESULTS= line; stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	return ""
 }
 
 // regimeCmd runs `k6 x regime ARGS...`.
@@ -62,25 +86,36 @@ func regimeCmd(t *testing.T, args ...string) (int, string) {
 }
 
 // TestResultsSegmentsMergeCompareReport: two k6 processes run complementary
-// execution segments of one test; their folders merged hold per-regime
-// counts equal to the sum of theirs and the whole test's iteration count,
-// with percentiles close to one process running the whole; compare passes
-// a run against itself and fails a seeded p95 regression; report rebuilds
-// report.html.
+// execution segments of one test at the same time, with the same testid,
+// into the same results folder: two complete folders. Merged, they hold
+// per-regime counts equal to the sum of theirs and the whole test's
+// iteration count, with percentiles close to one process running the
+// whole; compare passes a run against itself and fails a seeded p95
+// regression (exit 1), bad budgets and merges that would overwrite or
+// double-count are refused (exit 2); report rebuilds report.html.
 func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 	srv := newScheduleServer(t, coldWarmSteady(150, 400, 3*time.Millisecond))
-	env := func(out string) map[string]string { return map[string]string{"URL": srv.URL, "OUT": out} }
-	seq := "--execution-segment-sequence=0,1/2,1"
-	outs := []string{t.TempDir(), t.TempDir()}
-	done := make(chan k6Result, 2)
-	for i, seg := range []string{"0:1/2", "1/2:1"} {
-		go func() { done <- runK6(t, resultsScript, env(outs[i]), "--execution-segment="+seg, seq) }()
+	env := func(out string) map[string]string {
+		return map[string]string{"URL": srv.URL, "OUT": out, "TESTID": "same-testid"}
 	}
+	seq := "--execution-segment-sequence=0,1/2,1"
+	shared := t.TempDir()
+	done := make(chan k6Result, 2)
+	for _, seg := range []string{"0:1/2", "1/2:1"} {
+		go func() { done <- runK6(t, resultsScript, env(shared), "--execution-segment="+seg, seq) }()
+	}
+	var segDirs []string
 	for range 2 {
 		r := <-done
 		require.Equal(t, 0, r.ExitCode, "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 		require.Contains(t, r.Stdout, "Regimes per scenario")
+		segDirs = append(segDirs, resultsPath(t, r))
 	}
+	require.NotEqual(t, segDirs[0], segDirs[1], "concurrent runs with one testid get two folders")
+	require.ElementsMatch(t, segDirs, runDirs(t, shared))
+	same := func(p string) string { return p[:strings.LastIndex(p, "-")] } // the run ID without its random suffix
+	t.Logf("concurrent runs, testid same-testid: %s and %s (same start second: %v)",
+		filepath.Base(segDirs[0]), filepath.Base(segDirs[1]), same(segDirs[0]) == same(segDirs[1]))
 	srv.n.Store(0)
 	wholeOut := t.TempDir()
 	wr := runK6(t, resultsScript, env(wholeOut))
@@ -88,14 +123,22 @@ func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 	whole := runDir(t, wholeOut)
 
 	merged := filepath.Join(t.TempDir(), "merged")
-	code, out := regimeCmd(t, "merge", runDir(t, outs[0]), runDir(t, outs[1]), "--out", merged)
+	code, out := regimeCmd(t, "merge", segDirs[0], segDirs[1], "--out", merged)
 	require.Equal(t, 0, code, out)
+	code, out = regimeCmd(t, "merge", segDirs[0], segDirs[0]+"/.", "--out", filepath.Join(t.TempDir(), "m2"))
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "is the same folder as input")
+	code, out = regimeCmd(t, "merge", segDirs[0], segDirs[1], "--out", segDirs[1])
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "merge never overwrites its inputs")
 
 	var segs [2]*results.Summary
-	for i := range outs {
+	for i, d := range segDirs {
 		var err error
-		segs[i], err = results.ReadSummary(runDir(t, outs[i]))
+		segs[i], err = results.ReadSummary(d)
 		require.NoError(t, err)
+		require.Equal(t, results.EndCompleted, segs[i].End.Status)
+		require.Equal(t, 0, *segs[i].End.ExitCode, "k6's exit status, recorded at its Exit event")
 	}
 	m, err := results.ReadSummary(merged)
 	require.NoError(t, err)
@@ -138,10 +181,10 @@ func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(slow, results.SummaryFile), b, 0o600))
 	code, out = regimeCmd(t, "compare", whole, slow, "--fail-on", "p95=+10%")
-	require.NotEqual(t, 0, code, out)
+	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "FAIL")
 	code, out = regimeCmd(t, "compare", whole, slow, "--fail-on", "p95=10 percent")
-	require.NotEqual(t, 0, code, out)
+	require.Equal(t, 2, code, out)
 	require.Contains(t, out, "--fail-on")
 	require.Contains(t, out, "valid forms")
 
@@ -186,6 +229,50 @@ func TestResultsWrittenOnSIGINT(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, n, int64(500))
 	require.Less(t, s.DurationS, 30.0)
-	require.FileExists(t, filepath.Join(run, results.ReportFile))
+	require.Equal(t, 105, cmd.ProcessState.ExitCode())
+	require.Equal(t, results.EndInterrupted, s.End.Status, "summary.json says the run was interrupted")
+	require.Equal(t, "SIGINT", s.End.Signal)
+	require.Equal(t, 105, *s.End.ExitCode)
+	require.True(t, s.Aborted)
+	html, err := os.ReadFile(filepath.Join(run, results.ReportFile))
+	require.NoError(t, err)
+	require.Contains(t, string(html), `id="run-end"><b>Run ended:</b> interrupted by signal SIGINT`)
+	require.Contains(t, stdout.String(), "RUN ENDED EARLY: interrupted by signal SIGINT", "textSummary says so too")
+
+	// an interrupted base is refused unless asked for
+	code, out := regimeCmd(t, "compare", run, run, "--fail-on", "p95=+10%")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "--allow-incomplete-base")
+	code, out = regimeCmd(t, "compare", run, run, "--fail-on", "cold_start=+10%", "--allow-incomplete-base")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "NOTE: the base run did not complete: interrupted by signal SIGINT")
 	t.Logf("interrupted after %.1f s: %d iterations saved in %s (exit code %d)", s.DurationS, n, run, cmd.ProcessState.ExitCode())
+}
+
+// TestRunEndThresholdAbortAndRequiredSave: a threshold with abortOnFail
+// that stops the run is recorded as such in summary.json (with the
+// threshold and k6's exit status 99); a results folder that cannot be
+// written with saveResults({required: true}) makes k6 exit 111, where it
+// exited 0 with one log line.
+func TestRunEndThresholdAbortAndRequiredSave(t *testing.T) {
+	srv := newScheduleServer(t, coldWarmSteady(10, 10, time.Millisecond))
+	script := strings.Replace(resultsScript, "export const options = {",
+		"export const options = { thresholds: { http_req_duration: [{ threshold: 'max<0.001', abortOnFail: true }] },", 1)
+	out := t.TempDir()
+	r := runK6(t, script, map[string]string{"URL": srv.URL, "OUT": out, "DURATION": "60s"})
+	require.Equal(t, 99, r.ExitCode, r.Stderr)
+	s, err := results.ReadSummary(resultsPath(t, r))
+	require.NoError(t, err)
+	require.Equal(t, results.EndAbortedByThreshold, s.End.Status, "%+v", s.End)
+	require.Equal(t, []string{"http_req_duration: max<0.001"}, s.End.Thresholds)
+	require.Equal(t, 99, *s.End.ExitCode)
+	require.Less(t, s.DurationS, 30.0)
+
+	notADir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notADir, nil, 0o600))
+	required := strings.Replace(resultsScript, "testid: __ENV.TESTID || ''", "testid: __ENV.TESTID || '', required: true", 1)
+	r = runK6(t, required, map[string]string{"URL": srv.URL, "OUT": filepath.Join(notADir, "results"), "DURATION": "1s"})
+	require.Equal(t, 111, r.ExitCode, "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	require.Contains(t, r.Stderr, "the results were not saved")
+	require.Contains(t, r.Stderr, "not a directory")
 }

@@ -1,0 +1,63 @@
+package extension
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+	"github.com/stretchr/testify/require"
+	"go.k6.io/k6/v2/js/modulestest"
+	"go.k6.io/k6/v2/metrics"
+	"gopkg.in/guregu/null.v3"
+)
+
+// TestNoFalseEngineError: a run too short for k6's metrics engine to have
+// delivered an iteration at TestEnd logged an ERROR blaming a --no-summary
+// flag k6 v2 does not have. The error now comes from k6's options: only
+// --summary-mode=disabled with --no-thresholds turns the engine off.
+func TestNoFalseEngineError(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name         string
+		mode         string
+		noThresholds bool
+		wantErr      bool
+	}{
+		{"short run, defaults", "", false, false},
+		{"summary disabled, thresholds on", "disabled", false, false},
+		{"thresholds off, summary on", "compact", true, false},
+		{"both off", "disabled", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			logger, hook := test.NewNullLogger()
+			registry := metrics.NewRegistry()
+			metrics.RegisterBuiltinMetrics(registry)
+			rt := modulestest.NewRuntime(t)
+			rt.VU.InitEnvField.Registry = registry
+			rt.VU.InitEnvField.Logger = logger
+			rt.VU.InitEnvField.RuntimeOptions.SummaryMode = null.NewString(tc.mode, tc.mode != "")
+			rt.VU.InitEnvField.RuntimeOptions.NoThresholds = null.BoolFrom(tc.noThresholds)
+			root := newRootModule()
+			root.NewModuleInstance(rt.VU)
+			ch := make(chan metrics.SampleContainer, 100)
+			var out chan<- metrics.SampleContainer = ch
+			root.rs.samples.Store(&out) // an iteration ran; none reached the detectors yet
+			root.rs.testEnd()
+			var errs []string
+			for _, e := range hook.AllEntries() {
+				if e.Level == logrus.ErrorLevel {
+					errs = append(errs, e.Message)
+				}
+			}
+			if !tc.wantErr {
+				require.Empty(t, errs)
+				return
+			}
+			require.Len(t, errs, 1)
+			require.Contains(t, errs[0], "--summary-mode=disabled and --no-thresholds")
+			require.False(t, strings.Contains(errs[0], "--no-summary"))
+		})
+	}
+}
