@@ -235,3 +235,47 @@ func TestServiceExcursionResumes(t *testing.T) {
 		require.Less(t, res.times[len(res.times)-1], 48.0, name)
 	}
 }
+
+// TestServiceDrift: at the end of a run, Drift compares the halves of the
+// final steady state. A lasting shift of +35% in the middle of the run is
+// too small for a relapse (50%) and is still no steady state over the whole
+// span; a flat level with a slow wave holds; a detector that is not steady,
+// or runs the benchmark method, measures nothing.
+func TestServiceDriftAtEnd(t *testing.T) {
+	t.Parallel()
+	end := func(level func(float64) float64, cfg Config) *Detector {
+		d, err := New(cfg)
+		require.NoError(t, err)
+		r := rand.New(rand.NewPCG(7, 99))
+		for i := range 200 * 60 {
+			tt := float64(i) / 200
+			d.Observe(int64(tt*1e9), level(tt)*math.Exp(0.3*r.NormFloat64()))
+		}
+		return d
+	}
+	shift := end(func(t float64) float64 {
+		if t < 32 {
+			return 5
+		}
+		return 6.75
+	}, ServiceConfig())
+	require.Equal(t, Steady, shift.Snapshot().Regime, "a +35%% shift is no relapse")
+	c, held, ok := shift.Drift()
+	require.True(t, ok)
+	require.False(t, held)
+	require.InDelta(t, 0.35, c, 0.08)
+
+	wave := end(func(t float64) float64 { return 5 * (1 + 0.08*math.Sin(t/3)) }, ServiceConfig())
+	c, held, ok = wave.Drift()
+	require.True(t, ok)
+	require.True(t, held, "change %.3f", c)
+	require.Less(t, math.Abs(c), 0.1)
+
+	rising := end(func(t float64) float64 { return 5 * math.Pow(1.1, t) }, ServiceConfig())
+	_, _, ok = rising.Drift()
+	require.False(t, ok, "not steady: nothing to measure")
+
+	bench := DefaultConfig()
+	_, _, ok = end(func(float64) float64 { return 5 }, bench).Drift()
+	require.False(t, ok, "the benchmark method")
+}
