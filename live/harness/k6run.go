@@ -129,7 +129,15 @@ func (e *Env) runK6(ctx context.Context, c Case, addr, outDir, testid string) (*
 	if out.ExitCode != 0 && out.ExitCode != 99 {
 		return out, fmt.Errorf("k6 exited with %d (expected 0, or 99 for a failed gate); stderr:\n%s", out.ExitCode, tail(out.Stderr, 3000))
 	}
-	dirs, _ := filepath.Glob(filepath.Join(outDir, "*"+testid))
+	// <UTC start>-<testid>-<8 hex digits>; a hidden .partial-* folder is no
+	// results folder
+	found, _ := filepath.Glob(filepath.Join(outDir, "*-"+testid+"-????????"))
+	var dirs []string
+	for _, d := range found {
+		if !strings.HasPrefix(filepath.Base(d), ".") {
+			dirs = append(dirs, d)
+		}
+	}
 	if len(dirs) != 1 {
 		return out, fmt.Errorf("k6 (exit %d) wrote %d results folders matching %s in %s, want 1; stderr:\n%s",
 			out.ExitCode, len(dirs), testid, outDir, tail(out.Stderr, 3000))
