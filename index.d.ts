@@ -58,10 +58,15 @@ export interface ScenarioSummary {
   regimes: Record<Regime, Distribution>;
   class: Class; cold_end: Point | null; steady_start: Point | null; declared_at: Point | null;
   ttss_ms: number | null; declared_after_ms: number | null;
-  /** The steady gate (regime_steady): steady at the end, declared early enough (gate_fraction). */
+  /** The steady gate (regime_steady): steady at the end, declared early enough (gate_fraction), its level
+   * held (level_drift). */
   steady: boolean;
   /** Share of the scenario's time the final steady state spans (0 when not steady at the end). */
   held_fraction: number; gate_fraction: number;
+  /** Change of the level between the halves of the final steady state (0.3: 30% slower); beyond the
+   * detector's median_tolerance the gate fails. Null when not measured (not steady at the end, a steady
+   * state shorter than stable_windows windows, or the benchmark method). */
+  level_drift: number | null;
   relapses: number;
   cold_start: { duration_ms: number; iterations: number; excess_ms: number | null };
   endpoints?: Record<string, object>;
