@@ -1,0 +1,223 @@
+package detector
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// TimeBuckets is what the settled view (Settle) reads: a series of
+// observations kept as one HDR histogram per time bucket, by the time each
+// observation started, so that no sample is stored one by one. Buckets are
+// BucketWidth wide from an origin; when an observation falls beyond the
+// last of MaxBuckets buckets, neighbouring buckets are merged pairwise and
+// the width doubles (as many times as needed), so memory is bounded for
+// any run length: at most MaxBuckets histograms of BucketBytes each.
+//
+// Values are recorded in integer microseconds (the unit of the results'
+// .hlog files) with BucketSigDigits significant digits, from 1 µs to 1 h;
+// values out of range are clamped and counted (OutOfRange). Each bucket
+// also counts requests and failed requests that started in it (Count), for
+// the error rate of the iterations the settled view calls steady.
+//
+// A bucket's histogram is allocated when its first value arrives and
+// reused after a merge frees it; Record is index arithmetic otherwise.
+// TimeBuckets is not safe for concurrent use; callers synchronize.
+type TimeBuckets struct {
+	origin  int64 // ns
+	width   int64 // ns
+	max     int
+	b       []Bucket
+	free    []*hdrhistogram.Histogram
+	n       int64
+	early   int64
+	outside int64
+	merges  int
+}
+
+// Bucket is one time bucket.
+type Bucket struct {
+	// H holds the durations of the observations that started in the
+	// bucket, in µs; nil when there is none.
+	H *hdrhistogram.Histogram
+	// Requests and Failed count the requests (of any kind the caller
+	// counts) that started in the bucket, and those that failed.
+	Requests, Failed int64
+}
+
+// Geometry of the bucket histograms and the default bucketing.
+const (
+	BucketSigDigits    = 2
+	bucketHighestUs    = 3_600_000_000 // 1 h
+	DefaultBucketWidth = 250_000_000   // ns
+	DefaultMaxBuckets  = 1024
+	minMaxBuckets      = 8
+)
+
+// BucketBytes is the memory of one bucket histogram (its counts array).
+var BucketBytes = hdrhistogram.New(1, bucketHighestUs, BucketSigDigits).ByteSize()
+
+// NewTimeBuckets returns empty buckets of width ns from origin (Unix ns),
+// at most maxBuckets of them (8 or more).
+func NewTimeBuckets(origin, width int64, maxBuckets int) (*TimeBuckets, error) {
+	if width <= 0 {
+		return nil, fmt.Errorf("time buckets: width must be positive, got %d ns", width)
+	}
+	if maxBuckets < minMaxBuckets {
+		return nil, fmt.Errorf("time buckets: at least %d buckets, got %d", minMaxBuckets, maxBuckets)
+	}
+	return &TimeBuckets{origin: origin, width: width, max: maxBuckets, b: make([]Bucket, 0, maxBuckets)}, nil
+}
+
+// NewBucketHistogram returns an empty histogram of the buckets' geometry.
+func NewBucketHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, bucketHighestUs, BucketSigDigits)
+}
+
+// Origin is the start of the first bucket (Unix ns).
+func (tb *TimeBuckets) Origin() int64 { return tb.origin }
+
+// Width is the current bucket width (ns).
+func (tb *TimeBuckets) Width() int64 { return tb.width }
+
+// MaxBuckets is the bound on the number of buckets.
+func (tb *TimeBuckets) MaxBuckets() int { return tb.max }
+
+// N is the number of values recorded.
+func (tb *TimeBuckets) N() int64 { return tb.n }
+
+// Early counts values that started before the origin (kept in the first bucket).
+func (tb *TimeBuckets) Early() int64 { return tb.early }
+
+// OutOfRange counts values outside 1 µs..1 h (clamped).
+func (tb *TimeBuckets) OutOfRange() int64 { return tb.outside }
+
+// Len is the number of buckets up to the last one used.
+func (tb *TimeBuckets) Len() int { return len(tb.b) }
+
+// Bucket returns bucket k (0 <= k < Len()); the caller must not keep it
+// across a Record.
+func (tb *TimeBuckets) Bucket(k int) *Bucket { return &tb.b[k] }
+
+// Start is the start time of bucket k (Unix ns).
+func (tb *TimeBuckets) Start(k int) int64 { return tb.origin + int64(k)*tb.width }
+
+// index returns the bucket of time t, merging buckets until it fits.
+func (tb *TimeBuckets) index(t int64) int {
+	if t < tb.origin {
+		tb.early++
+		t = tb.origin
+	}
+	d := t - tb.origin
+	k := d / tb.width
+	for k >= int64(tb.max) {
+		tb.compact()
+		k = d / tb.width
+	}
+	for int(k) >= len(tb.b) {
+		tb.b = append(tb.b, Bucket{})
+	}
+	return int(k)
+}
+
+// compact merges neighbouring buckets pairwise and doubles the width.
+func (tb *TimeBuckets) compact() {
+	j := 0
+	for i := 0; i < len(tb.b); i += 2 {
+		a := tb.b[i]
+		if i+1 < len(tb.b) {
+			b := tb.b[i+1]
+			a.Requests += b.Requests
+			a.Failed += b.Failed
+			switch {
+			case a.H == nil:
+				a.H = b.H
+			case b.H != nil:
+				a.H.Merge(b.H)
+				b.H.Reset()
+				tb.free = append(tb.free, b.H)
+			}
+		}
+		tb.b[j] = a
+		j++
+	}
+	clear(tb.b[j:])
+	tb.b = tb.b[:j]
+	tb.width *= 2
+	tb.merges++
+}
+
+func (tb *TimeBuckets) hist(k int) *hdrhistogram.Histogram {
+	b := &tb.b[k]
+	if b.H == nil {
+		if n := len(tb.free); n > 0 {
+			b.H = tb.free[n-1]
+			tb.free = tb.free[:n-1]
+		} else {
+			b.H = NewBucketHistogram()
+		}
+	}
+	return b.H
+}
+
+// Record adds one observation that started at t (Unix ns) and lasted ms
+// milliseconds.
+func (tb *TimeBuckets) Record(t int64, ms float64) {
+	us := int64(math.Round(ms * 1000))
+	switch {
+	case us < 1 || math.IsNaN(ms):
+		us = 1
+		tb.outside++
+	case us > bucketHighestUs:
+		us = bucketHighestUs
+		tb.outside++
+	}
+	_ = tb.hist(tb.index(t)).RecordValue(us) // within range: cannot fail
+	tb.n++
+}
+
+// Count adds one request that started at t (Unix ns), failed or not.
+func (tb *TimeBuckets) Count(t int64, failed bool) {
+	b := &tb.b[tb.index(t)]
+	b.Requests++
+	if failed {
+		b.Failed++
+	}
+}
+
+// Add merges a histogram (values in µs, any HDR geometry) and request counts
+// into the bucket of time t: loading saved buckets, merging instances.
+func (tb *TimeBuckets) Add(t int64, h *hdrhistogram.Histogram, requests, failed int64) {
+	k := tb.index(t)
+	b := &tb.b[k]
+	b.Requests += requests
+	b.Failed += failed
+	if h != nil && h.TotalCount() > 0 {
+		tb.hist(k).Merge(h)
+		tb.n += h.TotalCount()
+	}
+}
+
+// errBadBuckets: a saved bucket series that cannot be read back.
+var errBadBuckets = errors.New("time buckets: width and bucket count must be positive")
+
+// Rebucket returns a copy of tb on buckets of at least width ns from
+// origin (both earlier/wider or equal; an error otherwise): what merging
+// several instances' buckets needs.
+func (tb *TimeBuckets) Rebucket(origin, width int64, maxBuckets int) (*TimeBuckets, error) {
+	if width <= 0 || maxBuckets <= 0 {
+		return nil, errBadBuckets
+	}
+	out, err := NewTimeBuckets(origin, width, maxBuckets)
+	if err != nil {
+		return nil, err
+	}
+	out.early, out.outside = tb.early, tb.outside
+	for k := range tb.b {
+		b := &tb.b[k]
+		out.Add(tb.Start(k), b.H, b.Requests, b.Failed)
+	}
+	return out, nil
+}
