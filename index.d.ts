@@ -73,6 +73,26 @@ export interface ScenarioSummary {
   /** Endpoint values beyond maxEndpoints, when there were any. */
   endpoint_limit?: { max: number; values: number; values_exact: boolean; requests: number; observations: number; examples: string[] };
   transitions: Array<{ endpoint: string; kind: string; from: Regime; to: Regime; index: number; boundary: number; elapsed_ms: number }>;
+  /** The settled view: the whole run re-segmented at test end (partial before it, or when the run was cut short). */
+  settled: Settled;
+}
+/** The settled view of a scenario (its iterations) or of an endpoint (its requests). */
+export interface Settled {
+  steady: boolean; class: Class; reason?: string; partial?: boolean;
+  /** Where steady state starts: observations started before it, ms from the scenario start. Null when not steady. */
+  boundary: { index: number; elapsed_ms: number } | null;
+  ttss_ms: number | null;
+  level_ms: number; tolerance: number; tail_tolerance: number;
+  /** Theil-Sen change of the level over the steady stretch, with its 95% interval. */
+  trend: number; trend_low: number; trend_high: number;
+  blocks: number; steady_blocks: number; bucket_ms: number;
+  stats: {
+    count: number; requests: number; failed: number; error_rate: number | null;
+    min_ms: number; mean_ms: number; p50_ms: number; p90_ms: number; p95_ms: number; p99_ms: number; max_ms: number;
+  } | null;
+  /** The online tags against the settled view (scenario level). */
+  online?: { steady_tagged: number; contamination: number; coverage: number; start_diff_ms: number | null };
+  endpoints?: Record<string, Settled>;
 }
 export interface Summary {
   run_started: string | null;

@@ -45,6 +45,10 @@ type Bucket struct {
 	// Requests and Failed count the requests (of any kind the caller
 	// counts) that started in the bucket, and those that failed.
 	Requests, Failed int64
+	// Marked counts the observations the caller marked (Mark): the
+	// extension marks the iterations its online tags called steady, so
+	// that the settled view can say how far the online tags were from it.
+	Marked int64
 }
 
 // Geometry of the bucket histograms and the default bucketing.
@@ -52,7 +56,9 @@ const (
 	BucketSigDigits    = 2
 	bucketHighestUs    = 3_600_000_000 // 1 h
 	DefaultBucketWidth = 250_000_000   // ns
-	DefaultMaxBuckets  = 1024
+	DefaultMaxBuckets  = 256
+	// EndpointMaxBuckets bounds the buckets of one endpoint's series
+	EndpointMaxBuckets = 64
 	minMaxBuckets      = 8
 )
 
@@ -131,6 +137,7 @@ func (tb *TimeBuckets) compact() {
 			b := tb.b[i+1]
 			a.Requests += b.Requests
 			a.Failed += b.Failed
+			a.Marked += b.Marked
 			switch {
 			case a.H == nil:
 				a.H = b.H
@@ -185,6 +192,78 @@ func (tb *TimeBuckets) Count(t int64, failed bool) {
 	if failed {
 		b.Failed++
 	}
+}
+
+// Mark counts one marked observation that started at t (Unix ns).
+func (tb *TimeBuckets) Mark(t int64) {
+	tb.b[tb.index(t)].Marked++
+}
+
+// MarkN counts n marked observations that started at t.
+func (tb *TimeBuckets) MarkN(t, n int64) {
+	tb.b[tb.index(t)].Marked += n
+}
+
+// RecordN adds n observations that started at t (Unix ns) and lasted ms
+// milliseconds each (n <= 0 adds none).
+func (tb *TimeBuckets) RecordN(t int64, ms float64, n int64) {
+	if n <= 0 {
+		return
+	}
+	us := int64(math.Round(ms * 1000))
+	switch {
+	case us < 1 || math.IsNaN(ms):
+		us = 1
+		tb.outside += n
+	case us > bucketHighestUs:
+		us = bucketHighestUs
+		tb.outside += n
+	}
+	_ = tb.hist(tb.index(t)).RecordValues(us, n) // within range: cannot fail
+	tb.n += n
+}
+
+// Span is what the buckets from a time on hold: merged histogram (µs)
+// and counts, and the marks before that time.
+type Span struct {
+	Stats SettledStats
+	// Hist holds the durations (µs) of the buckets from the time on.
+	Hist *hdrhistogram.Histogram
+	// Marked counts the marks from the time on, MarkedBefore before it;
+	// Before the observations before it.
+	Marked, MarkedBefore, Before int64
+}
+
+// From returns what the buckets that start at or after t (Unix ns) hold;
+// the bucket that contains t counts as after when t is its start, before
+// otherwise (so a boundary on a bucket start splits exactly).
+func (tb *TimeBuckets) From(t int64) Span {
+	var sp Span
+	h := NewBucketHistogram()
+	for k := range tb.b {
+		b := &tb.b[k]
+		if tb.Start(k) < t {
+			sp.MarkedBefore += b.Marked
+			if b.H != nil {
+				sp.Before += b.H.TotalCount()
+			}
+			continue
+		}
+		sp.Marked += b.Marked
+		sp.Stats.Requests += b.Requests
+		sp.Stats.Failed += b.Failed
+		if b.H != nil {
+			h.Merge(b.H)
+		}
+	}
+	sp.Stats.Count = h.TotalCount()
+	if sp.Stats.Count > 0 {
+		ms := func(us int64) float64 { return float64(us) / 1000 }
+		sp.Stats.Min, sp.Stats.Max, sp.Stats.Mean = ms(h.Min()), ms(h.Max()), h.Mean()/1000
+		sp.Stats.P50, sp.Stats.P90, sp.Stats.P95, sp.Stats.P99 = ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(90)), ms(h.ValueAtQuantile(95)), ms(h.ValueAtQuantile(99))
+	}
+	sp.Hist = h
+	return sp
 }
 
 // Add merges a histogram (values in µs, any HDR geometry) and request counts

@@ -217,28 +217,8 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 		out.Class = Slowdown
 	}
 	out.Boundary = Point{Time: start}
-	h := NewBucketHistogram()
-	var st SettledStats
-	for k := 0; k < tb.Len(); k++ {
-		b := tb.Bucket(k)
-		if k < bl[first].first {
-			if b.H != nil {
-				out.Boundary.Index += b.H.TotalCount()
-			}
-			continue
-		}
-		st.Requests += b.Requests
-		st.Failed += b.Failed
-		if b.H != nil {
-			h.Merge(b.H)
-		}
-	}
-	st.Count = h.TotalCount()
-	if st.Count > 0 {
-		ms := func(us int64) float64 { return float64(us) / 1000 }
-		st.Min, st.Max, st.Mean = ms(h.Min()), ms(h.Max()), h.Mean()/1000
-		st.P50, st.P90, st.P95, st.P99 = ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(90)), ms(h.ValueAtQuantile(95)), ms(h.ValueAtQuantile(99))
-	}
-	out.Stats, out.Hist = st, h
+	sp := tb.From(start)
+	out.Boundary.Index = sp.Before
+	out.Stats, out.Hist = sp.Stats, sp.Hist
 	return out
 }

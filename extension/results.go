@@ -301,6 +301,17 @@ func (r *recorder) save(rs *runState, end *results.RunEnd, opts saveOptions) (st
 	}
 	run.Summary.End = end
 	run.Summary.Aborted = end.Status != results.EndCompleted
+	if run.Summary.Aborted {
+		// the settled view judged what the run saw before it was cut short
+		for _, sc := range run.Summary.Scenarios {
+			if v := sc.Settled; v != nil {
+				v.Partial = true
+				for _, e := range v.Endpoints {
+					e.Partial = true
+				}
+			}
+		}
+	}
 	dir, err := run.Save(opts.Dir, results.WriteOptions{Report: opts.Report == nil || *opts.Report}, opts.Files)
 	if err != nil {
 		return "", nil, err

@@ -124,6 +124,12 @@ type regimeMetrics struct {
 	coldIters *metrics.Metric // Counter: number of cold iterations
 	steady    *metrics.Metric // Rate: 1 when steady state was reached and held, else 0 (at test end)
 	relapses  *metrics.Metric // Counter: steady state lost
+
+	// the settled view, at test end (settled.go)
+	settled, settledCount                                      *metrics.Metric // Rate, Counter
+	settledP50, settledP90, settledP95, settledP99, settledMax *metrics.Metric // Gauge, time
+	settledTTSS                                                *metrics.Metric // Gauge, time
+	settledErrors                                              *metrics.Metric // Gauge
 }
 
 func newRunState() *runState {
@@ -179,6 +185,16 @@ func (rs *runState) registerMetrics(r *metrics.Registry) error {
 		coldIters: reg("regime_cold_iterations", metrics.Counter),
 		steady:    reg("regime_steady", metrics.Rate),
 		relapses:  reg("regime_relapses", metrics.Counter),
+
+		settled:       reg("regime_settled", metrics.Rate),
+		settledCount:  reg("regime_settled_count", metrics.Counter),
+		settledP50:    reg("regime_settled_p50", metrics.Gauge, metrics.Time),
+		settledP90:    reg("regime_settled_p90", metrics.Gauge, metrics.Time),
+		settledP95:    reg("regime_settled_p95", metrics.Gauge, metrics.Time),
+		settledP99:    reg("regime_settled_p99", metrics.Gauge, metrics.Time),
+		settledMax:    reg("regime_settled_max", metrics.Gauge, metrics.Time),
+		settledTTSS:   reg("regime_settled_ttss", metrics.Gauge, metrics.Time),
+		settledErrors: reg("regime_settled_error_rate", metrics.Gauge),
 	}
 	return err
 }
@@ -311,11 +327,17 @@ func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
 		return
 	}
 	st := rs.scenario(name)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch kind {
+	case sinkHTTP:
+		st.recordRequest(s.Time, s.Value, requestFailed(s, "http"))
+	case sinkGRPC:
+		st.recordRequest(s.Time, s.Value, requestFailed(s, "grpc"))
+	}
 	if kind != sinkIteration && st.cfg.Input != inputRequest {
 		return
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
 	if kind == sinkIteration {
 		rs.ingested.Add(1)
 		idx, tag := st.account(s)
@@ -344,6 +366,7 @@ func (st *scenarioState) account(s metrics.Sample) (index int64, regime string) 
 		st.lastSeen = t
 	}
 	tag, ok := s.Tags.Get(regimeTag)
+	st.recordIteration(t, s.Value, ok && tag == "steady")
 	if !ok {
 		st.untagged++
 		return index, ""
@@ -388,6 +411,7 @@ func (st *scenarioState) observe(rs *runState, endpoint string, t time.Time, v f
 		})
 	}
 	sc.det.Observe(t.UnixNano(), v)
+	st.recordObservation(sc, t, v)
 	st.regime.Store(int32(st.aggregateRegime()))
 }
 
@@ -603,8 +627,13 @@ func (rs *runState) testEnd() {
 			v = 1
 		}
 		s := rs.sample(rs.m.steady, st, now, v)
+		st.settled = st.settledView(false)
+		settled := rs.settledSamples(st, st.settled, now)
+		line := settledLine(name, st.settled)
 		st.mu.Unlock()
 		*out <- metrics.Samples{s}
+		*out <- settled
+		rs.logger.Info(line)
 		switch {
 		case g.held:
 		case g.drifted:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/metrics"
 )
 
@@ -37,6 +38,7 @@ type transitionRecord struct {
 type endpointScope struct {
 	name string // endpoint tag value; "" for the scenario scope
 	det  *detector.Detector
+	tb   *detector.TimeBuckets // its observations, for the settled view
 }
 
 // scenarioState is everything the extension knows about one scenario.
@@ -78,6 +80,11 @@ type scenarioState struct {
 	// tell the same story.
 	frozen bool
 	gate   gateVerdict
+	// iters holds the iterations (durations, requests, online steady tags)
+	// by start time for the settled view; settled is that view, computed
+	// at TestEnd (nil before).
+	iters   *detector.TimeBuckets
+	settled *results.Settled
 }
 
 // gateVerdict is the steady gate of a scenario.

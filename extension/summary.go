@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/xk6-regime/xk6-regime/detector"
@@ -144,7 +145,28 @@ func (st *scenarioState) summary() map[string]any {
 	}
 	out["transitions"] = trs
 	out["transitions_dropped"] = st.droppedTransitions
+	// the settled view: computed at TestEnd; before it (summary() during
+	// the run), of the run so far, marked partial
+	v := st.settled
+	if v == nil {
+		v = st.settledView(true)
+	}
+	out["settled"] = settledMap(v)
 	return out
+}
+
+// settledMap is the settled view with its JSON field names, as summary()
+// hands it to JavaScript (sobek would name a struct's fields its own way).
+func settledMap(v *results.Settled) map[string]any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // plain data: cannot fail
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		panic(err)
+	}
+	return m
 }
 
 // detection describes one detector's findings, with elapsed times from start.

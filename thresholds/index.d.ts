@@ -28,3 +28,22 @@ export function parseKey(key: string): { metric: string; tags: Record<string, st
 export function formatKey(metric: string, tags: Record<string, string>): string;
 /** Scenario names whose tags.phase is one of phases; throws when one does not exist. */
 export function gatedScenarios(scenarios: SteadyOptions['scenarios'], phases?: string[], names?: string[]): string[];
+
+export interface SettledOptions {
+  /** Phases (scenario tags.phase values) whose scenarios are judged. */
+  phases?: string[];
+  /** The script's options.scenarios. */
+  scenarios: SteadyOptions['scenarios'];
+  /** Extra scenario names to judge. */
+  scenarioNames?: string[];
+  /** Budget on the settled time to steady state (ms): regime_settled_ttss{scenario}: value<ttss. */
+  ttss?: number;
+}
+
+/**
+ * Thresholds on the settled view (the whole run re-segmented at its end) from the same budgets as steady():
+ * request percentiles per endpoint, iteration_duration percentiles and http_req_failed rate per scenario,
+ * with guards (regime_settled rate==1, regime_settled_count count>0) so that nothing passes on no data.
+ * Keys of other metrics are skipped; unsupported rules throw.
+ */
+export function settled(spec: Thresholds, opts: SettledOptions): Thresholds;

@@ -121,3 +121,94 @@ export function merge(...sets) {
   }
   return out;
 }
+
+// The settled view's counterparts of online budgets: a percentile of a
+// request metric per endpoint, or of iteration_duration per scenario, and
+// the error rate of the scenario's requests.
+const SETTLED_AGG = { 'p(50)': 'p50', med: 'p50', 'p(90)': 'p90', 'p(95)': 'p95', 'p(99)': 'p99', max: 'max' };
+const LATENCY = new Set(['http_req_duration', 'grpc_req_duration']);
+const RULE = /^\s*([a-z]+(?:\([0-9.]+\))?)\s*(<=|>=|<|>|==|===|!=)\s*(.+)$/;
+
+// settled(spec, {phases, scenarios, scenarioNames, ttss}) returns the k6
+// thresholds that judge the settled view (the whole run re-segmented at its
+// end) with the same budgets as steady(): for each scenario of the phases,
+//   'http_req_duration{endpoint:E}': ['p(95)<50'] -> 'regime_settled_p95{endpoint:E,scenario:S}': ['value<50']
+//   'iteration_duration': ['p(99)<200']            -> 'regime_settled_p99{scenario:S}': ['value<200']
+//   'http_req_failed': ['rate<0.01']               -> 'regime_settled_error_rate{scenario:S}': ['value<0.01']
+// with p(50)/med, p(90), p(95), p(99) and max; other rules of those metrics
+// throw. Keys of other metrics (checks, custom metrics) have no settled
+// counterpart and are left to the online thresholds. opts.ttss (ms) adds
+// 'regime_settled_ttss{scenario:S}': ['value<ttss'].
+// Guards, so that no settled threshold passes on no data (a k6 gauge with
+// no sample reads 0): 'regime_settled{scenario:S}': ['rate==1'] (a settled
+// steady state found and held to the end, by the scenario and each of its
+// endpoints) and 'regime_settled_count{...}': ['count>0'] per scenario and
+// per endpoint judged.
+export function settled(spec, opts = {}) {
+  const scenarioNames = gatedScenarios(opts.scenarios, opts.phases || [], opts.scenarioNames);
+  const out = {};
+  const guards = {};
+  for (const [key, rules] of Object.entries(spec || {})) {
+    if (!Array.isArray(rules)) {
+      throw new Error(`thresholds: ${JSON.stringify(key)} must map to an array of threshold expressions`);
+    }
+    const { metric, tags } = parseKey(key);
+    const endpoint = tags.endpoint;
+    const other = Object.keys(tags).filter((k) => k !== 'endpoint');
+    const latency = LATENCY.has(metric) || metric === 'iteration_duration';
+    if (!latency && metric !== 'http_req_failed') {
+      continue; // no settled counterpart
+    }
+    if (other.length > 0) {
+      throw new Error(`thresholds: settled(): ${JSON.stringify(key)} has tags ${other.join(', ')}; the settled view is kept per scenario and endpoint only`);
+    }
+    if (LATENCY.has(metric) && endpoint === undefined) {
+      throw new Error(`thresholds: settled(): ${JSON.stringify(key)} needs an endpoint tag (the settled view keeps requests per endpoint); ` +
+        'use iteration_duration for the whole scenario');
+    }
+    if (metric === 'iteration_duration' && endpoint !== undefined) {
+      throw new Error(`thresholds: settled(): ${JSON.stringify(key)}: iterations have no endpoint; drop the tag`);
+    }
+    if (metric === 'http_req_failed' && endpoint !== undefined) {
+      throw new Error(`thresholds: settled(): ${JSON.stringify(key)}: the settled error rate is the scenario's; drop the endpoint tag`);
+    }
+    for (const rule of rules) {
+      const text = typeof rule === 'string' ? rule : rule && rule.threshold;
+      const m = RULE.exec(String(text));
+      if (!m) {
+        throw new Error(`thresholds: settled(): rule ${JSON.stringify(text)} of ${JSON.stringify(key)} is not "<aggregation><op><value>"`);
+      }
+      const [, agg, op, value] = m;
+      let name;
+      if (metric === 'http_req_failed') {
+        if (agg !== 'rate') {
+          throw new Error(`thresholds: settled(): ${JSON.stringify(key)} supports rate rules only, got ${JSON.stringify(agg)}`);
+        }
+        name = 'regime_settled_error_rate';
+      } else {
+        if (!(agg in SETTLED_AGG)) {
+          throw new Error(`thresholds: settled(): ${JSON.stringify(agg)} in ${JSON.stringify(key)} has no settled counterpart; valid: ${Object.keys(SETTLED_AGG).join(', ')}`);
+        }
+        name = `regime_settled_${SETTLED_AGG[agg]}`;
+      }
+      for (const s of scenarioNames) {
+        const t = { scenario: s };
+        if (endpoint !== undefined) t.endpoint = endpoint;
+        const k = formatKey(name, t);
+        out[k] = (out[k] || []).concat([`value${op}${value}`]);
+        guards[formatKey('regime_settled_count', t)] = ['count>0'];
+      }
+    }
+  }
+  for (const s of scenarioNames) {
+    guards[formatKey('regime_settled', { scenario: s })] = ['rate==1'];
+    guards[formatKey('regime_settled_count', { scenario: s })] = ['count>0'];
+    if (opts.ttss !== undefined) {
+      if (!(typeof opts.ttss === 'number' && opts.ttss > 0)) {
+        throw new Error(`thresholds: settled(): ttss must be a positive number of milliseconds, got ${JSON.stringify(opts.ttss)}`);
+      }
+      out[formatKey('regime_settled_ttss', { scenario: s })] = [`value<${opts.ttss}`];
+    }
+  }
+  return merge(out, guards);
+}

@@ -27,7 +27,8 @@ func (b Budget) String() string {
 }
 
 // BudgetMetrics are the metrics a budget can name.
-var BudgetMetrics = []string{"p50", "p90", "p95", "p99", "p99_9", "errors", "ttss", "cold_start", "cold_excess"}
+var BudgetMetrics = []string{"p50", "p90", "p95", "p99", "p99_9", "errors", "ttss", "cold_start", "cold_excess",
+	"settled_p50", "settled_p95", "settled_p99", "settled_ttss"}
 
 const budgetForms = "valid forms: METRIC=+N% (relative to the base) or METRIC=+N (absolute: ms, or a fraction for errors), " +
 	"comma-separated, e.g. p95=+10%,errors=+0.01,ttss=+20%; metrics: "
@@ -149,14 +150,19 @@ func Compare(base, cand *Summary, budgets []Budget) *Comparison {
 		shown[b.Metric] = true
 	}
 	// why reports why the candidate lacks a figure of scenario sc
-	why := func(sc string) string {
+	why := func(sc, metric string) string {
 		x := cand.Scenarios[sc]
+		settled := strings.HasPrefix(metric, "settled_")
 		switch {
 		case sc == "":
 			return "missing in candidate"
 		case x == nil:
 			return "scenario " + sc + " missing in candidate"
-		case x.TTSSMs == nil:
+		case settled && x.Settled == nil:
+			return "candidate has no settled view (written before it existed)"
+		case settled && !x.Settled.Steady:
+			return "candidate has no settled steady state in " + sc + ": " + x.Settled.Reason
+		case !settled && x.TTSSMs == nil:
 			return "candidate never reached steady state in " + sc
 		}
 		return "missing in candidate"
@@ -178,7 +184,7 @@ func Compare(base, cand *Summary, budgets []Budget) *Comparison {
 						what, scope, metric, fmtOpt(b), fmtOpt(x), bud))
 				}
 			case b != nil:
-				row.Fail, row.Note = true, why(scenario)
+				row.Fail, row.Note = true, why(scenario, metric)
 				c.Failures = append(c.Failures, fmt.Sprintf("%s %s %s: base %s, %s: budget %s cannot pass on missing data",
 					what, scope, metric, fmtOpt(b), row.Note, bud))
 			case x == nil:
@@ -189,7 +195,7 @@ func Compare(base, cand *Summary, budgets []Budget) *Comparison {
 				row.Note = "new in candidate: not judged"
 			}
 		} else if b != nil && x == nil {
-			row.Note = why(scenario)
+			row.Note = why(scenario, metric)
 		} else if b == nil && x != nil {
 			row.Note = "new in candidate"
 		}
@@ -310,6 +316,32 @@ func Compare(base, cand *Summary, budgets []Budget) *Comparison {
 		add("scenario", n, n, "ttss", ttss(b), ttss(x))
 		add("scenario", n, n, "cold_start", cold(b), cold(x))
 		add("scenario", n, n, "cold_excess", excess(b), excess(x))
+		// the settled view (whole run): its steady iteration percentiles and TTSS
+		settled := func(s *Scenario, m string) *float64 {
+			if s == nil || s.Settled == nil || !s.Settled.Steady {
+				return nil
+			}
+			v := s.Settled
+			switch m {
+			case "settled_ttss":
+				return v.TTSSMs
+			}
+			if v.Stats == nil {
+				return nil
+			}
+			switch m {
+			case "settled_p50":
+				return fp(v.Stats.P50Ms)
+			case "settled_p95":
+				return fp(v.Stats.P95Ms)
+			}
+			return fp(v.Stats.P99Ms)
+		}
+		for _, m := range []string{"settled_p50", "settled_p95", "settled_p99", "settled_ttss"} {
+			if m == "settled_p95" || m == "settled_p99" || shown[m] {
+				add("settled", n, n, m, settled(b, m), settled(x, m))
+			}
+		}
 	}
 	for _, b := range budgets {
 		if judged[b.Metric] == 0 && !c.failedOn(b.Metric) {

@@ -129,6 +129,11 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 		info := seriesInfo("", total, len(pts), w)
 		info.Note = "merged from several instances: points interleaved by end time and renumbered. " + info.Note
 		out.Series[name] = &SeriesData{Points: pts, Info: info}
+		// the settled view of the merged series: the instances' own views
+		// each saw a part of the load
+		if sc := s.Scenarios[name]; sc != nil {
+			sc.Settled = settleSeries(pts, s.Started.UnixNano(), s.Aborted)
+		}
 	}
 	sort.SliceStable(out.Windows, func(i, j int) bool { return out.Windows[i].LastMs < out.Windows[j].LastMs })
 	if !s.Ended.IsZero() {
@@ -185,6 +190,8 @@ func mergeScenario(s *Summary, out *Run, name string, sc *Scenario, hs *[3]*Hist
 		cp.Transitions = nil
 		cp.Iterations, cp.Untagged, cp.Relapses = 0, 0, 0
 		cp.ColdStart = ColdStart{}
+		// re-settled from the merged series below; without a series, none
+		cp.Settled = nil
 		dst = &cp
 		s.Scenarios[name] = dst
 		out.Iter[name] = &[3]*Hist{}

@@ -104,6 +104,78 @@ type Scenario struct {
 	// EndpointLimit reports the endpoint values beyond the scenario's
 	// maxEndpoints; nil when there were none.
 	EndpointLimit *EndpointLimit `json:"endpoint_limit,omitempty"`
+	// Settled is the settled view: the scenario re-segmented at the end of
+	// the run with the whole run in hand; nil in files written before it
+	// existed.
+	Settled *Settled `json:"settled,omitempty"`
+}
+
+// Settled is the settled view of a scenario (its iterations, boundary the
+// latest of its series') or of one endpoint (its requests).
+type Settled struct {
+	// Steady: a steady state was found and held to the end.
+	Steady bool `json:"steady"`
+	// Class: flat, warm-up, slowdown or no-steady-state.
+	Class string `json:"class"`
+	// Reason says why there is no steady state ("" when steady).
+	Reason string `json:"reason,omitempty"`
+	// Partial: the run was interrupted; the view judges what it saw.
+	Partial bool `json:"partial,omitempty"`
+	// Boundary is where the steady state starts: the number of
+	// observations that started before it, and its time; TTSSMs the time
+	// from the scenario's start to it. Nil when not steady.
+	Boundary *Point   `json:"boundary"`
+	TTSSMs   *float64 `json:"ttss_ms"`
+	// LevelMs is the steady median level; Tolerance and TailTolerance the
+	// relative bands; Trend the Theil-Sen change of the level over the
+	// steady stretch, TrendLow..TrendHigh its 95% interval.
+	LevelMs       float64 `json:"level_ms"`
+	Tolerance     float64 `json:"tolerance"`
+	TailTolerance float64 `json:"tail_tolerance"`
+	Trend         float64 `json:"trend"`
+	TrendLow      float64 `json:"trend_low"`
+	TrendHigh     float64 `json:"trend_high"`
+	// Blocks judged (of at least a second each), SteadyBlocks of them steady;
+	// BucketMs the width of the time buckets at the end.
+	Blocks       int     `json:"blocks"`
+	SteadyBlocks int     `json:"steady_blocks"`
+	BucketMs     float64 `json:"bucket_ms"`
+	// Stats are the figures of the steady observations (nil when not steady).
+	Stats *SettledStats `json:"stats"`
+	// Online compares the online tags with the settled view (scenario
+	// level only; nil without steady state or steady-tagged iterations).
+	Online *OnlineVsSettled `json:"online,omitempty"`
+	// Endpoints holds the settled view of each endpoint's requests (scope
+	// "endpoint").
+	Endpoints map[string]*Settled `json:"endpoints,omitempty"`
+}
+
+// SettledStats are the figures of what a settled view calls steady (ms;
+// error rate over the requests that started in it, nil without requests).
+type SettledStats struct {
+	Count     int64    `json:"count"`
+	Requests  int64    `json:"requests"`
+	Failed    int64    `json:"failed"`
+	ErrorRate *float64 `json:"error_rate"`
+	MinMs     float64  `json:"min_ms"`
+	MeanMs    float64  `json:"mean_ms"`
+	P50Ms     float64  `json:"p50_ms"`
+	P90Ms     float64  `json:"p90_ms"`
+	P95Ms     float64  `json:"p95_ms"`
+	P99Ms     float64  `json:"p99_ms"`
+	MaxMs     float64  `json:"max_ms"`
+}
+
+// OnlineVsSettled is how far the online steady tags were from the settled
+// view: Contamination the share of steady-tagged iterations that started
+// before the settled boundary, Coverage the share of the settled steady
+// iterations tagged steady online, StartDiffMs the online TTSS minus the
+// settled one (negative: online declared early).
+type OnlineVsSettled struct {
+	SteadyTagged  int64    `json:"steady_tagged"`
+	Contamination float64  `json:"contamination"`
+	Coverage      float64  `json:"coverage"`
+	StartDiffMs   *float64 `json:"start_diff_ms"`
 }
 
 // EndpointLimit is what went beyond a scenario's cap on endpoint values:

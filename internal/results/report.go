@@ -97,6 +97,18 @@ func (r *Run) Report(w io.Writer) error {
 			}
 			rs.Transitions = append(rs.Transitions, rt)
 		}
+		if v := sc.Settled; v != nil && v.Steady && v.Boundary != nil {
+			// the settled boundary, drawn beside the online transitions
+			rt := reportTrans{Kind: "settled", To: "steady (settled)"}
+			if data.StartMs > 0 {
+				rt.AtMs = data.StartMs + v.Boundary.ElapsedMs
+			}
+			if iterIndexed {
+				i := v.Boundary.Index
+				rt.Index = &i
+			}
+			rs.Transitions = append(rs.Transitions, rt)
+		}
 		for _, wr := range r.Windows {
 			if wr.Scenario != name {
 				continue
@@ -142,9 +154,10 @@ func (r *Run) Report(w io.Writer) error {
 		}
 		b.WriteString("</ul></div>\n")
 	}
-	b.WriteString(`<p class="legend"><span class="sw cold"></span>cold <span class="sw warmup"></span>warm-up <span class="sw steady"></span>steady <span class="sw data"></span>iteration duration (min-max per pixel column) <span class="sw med"></span>median <span class="sw wmed"></span>window median <span class="sw wtail"></span>window tail <span class="sw tr"></span>transition (decided)</p>` + "\n")
+	b.WriteString(`<p class="legend"><span class="sw cold"></span>cold <span class="sw warmup"></span>warm-up <span class="sw steady"></span>steady <span class="sw data"></span>iteration duration (min-max per pixel column) <span class="sw med"></span>median <span class="sw wmed"></span>window median <span class="sw wtail"></span>window tail <span class="sw tr"></span>transition (decided) <span class="sw str"></span>settled steady-state start (whole run)</p>` + "\n")
 	b.WriteString("<div id=\"plots\"></div>\n")
 	writeRegimeTable(&b, s)
+	writeSettledTable(&b, s)
 	writeColdStart(&b, s)
 	writeRequests(&b, s)
 	writeEnvironment(&b, s)
@@ -205,6 +218,40 @@ func writeRegimeTable(b *strings.Builder, s *Summary) {
 			}
 			fmt.Fprintf(b, "<td class=\"%s\">%s</td><td>%d</td><td>%.1f</td>%s</tr>\n", rg, rg, d.Count, d.Rate, distCells(d))
 		}
+	}
+	b.WriteString("</table>\n")
+}
+
+// writeSettledTable is the settled view of every scenario beside the
+// online one, with how far the online tags were from it.
+func writeSettledTable(b *strings.Builder, s *Summary) {
+	b.WriteString("<h2>Settled view (the whole run, judged at its end)</h2>\n<table id=\"settled\"><tr><th>scenario</th><th>class</th><th>settled TTSS ms</th><th>online TTSS ms</th><th>steady iterations</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>max</th><th>error rate</th><th>online steady tags before the settled boundary</th><th>settled steady iterations tagged steady online</th><th>reason</th></tr>\n")
+	for _, name := range s.SortedScenarios() {
+		sc := s.Scenarios[name]
+		v := sc.Settled
+		if v == nil {
+			continue
+		}
+		class := v.Class
+		if v.Partial {
+			class += " (partial)"
+		}
+		fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td>", html.EscapeString(name), html.EscapeString(class), fmtMs(v.TTSSMs, 0), fmtMs(sc.TTSSMs, 0))
+		if st := v.Stats; v.Steady && st != nil {
+			er := "-"
+			if st.ErrorRate != nil {
+				er = fmt.Sprintf("%.2f%%", 100**st.ErrorRate)
+			}
+			fmt.Fprintf(b, "<td>%d</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%s</td>", st.Count, st.P50Ms, st.P90Ms, st.P95Ms, st.P99Ms, st.MaxMs, er)
+		} else {
+			b.WriteString(strings.Repeat("<td>-</td>", 7))
+		}
+		if o := v.Online; o != nil {
+			fmt.Fprintf(b, "<td>%.1f%%</td><td>%.1f%%</td>", 100*o.Contamination, 100*o.Coverage)
+		} else {
+			b.WriteString("<td>-</td><td>-</td>")
+		}
+		fmt.Fprintf(b, "<td>%s</td></tr>\n", html.EscapeString(v.Reason))
 	}
 	b.WriteString("</table>\n")
 }

@@ -105,8 +105,9 @@
       var x = opts.xt(t);
       if (x === null || x < x0 || x > x1) return;
       var xx = X(x);
-      el('line', { 'class': 'transition', x1: xx, x2: xx, y1: T, y2: T + ph, stroke: '#d62728', 'stroke-width': 1.5, 'stroke-dasharray': '5,3' }, svg);
-      el('text', { 'class': 'transition-label', x: xx + 3, y: T + 12 + 13 * (ti % 3), fill: '#d62728' }, svg).textContent =
+      var color = t.kind === 'settled' ? '#2ca02c' : '#d62728';
+      el('line', { 'class': t.kind === 'settled' ? 'transition settled' : 'transition', x1: xx, x2: xx, y1: T, y2: T + ph, stroke: color, 'stroke-width': 1.5, 'stroke-dasharray': t.kind === 'settled' ? '2,2' : '5,3' }, svg);
+      el('text', { 'class': 'transition-label', x: xx + 3, y: T + 12 + 13 * (ti % 3), fill: color }, svg).textContent =
         (t.kind === 'relapse' ? 'relapse ' : '') + (t.endpoint ? t.endpoint + ' ' : '') + '\u2192 ' + t.to;
     });
     return svg;

@@ -36,6 +36,7 @@ func TextTable(s *Summary) string {
 			name, sc.Class, sc.GateVerdict(), get("cold").Count, get("warmup").Count, st.Count, fmtMs(sc.TTSSMs, 0), fmtMs(sc.WarmupMs, 0),
 			sc.ColdStart.DurationMs, q(st.P50), q(st.P95), q(st.P99), sc.Relapses)
 	}
+	settledTable(&b, s)
 	warnings := append(append([]string(nil), s.Environment.Warnings...), s.Warnings...)
 	for _, w := range dedupe(warnings) {
 		fmt.Fprintf(&b, "  WARNING: %s\n", w)
@@ -54,4 +55,45 @@ func (sc *Scenario) GateVerdict() string {
 		return "not-held"
 	}
 	return "never-reached"
+}
+
+// settledTable is the settled view of every scenario beside the online one:
+// where steady state began with the whole run in hand, its figures, and how
+// far the online tags were from it.
+func settledTable(b *strings.Builder, s *Summary) {
+	any := false
+	for _, sc := range s.Scenarios {
+		any = any || sc.Settled != nil
+	}
+	if !any {
+		return
+	}
+	b.WriteString("Settled view (the whole run re-segmented at its end; iteration duration, ms):\n")
+	fmt.Fprintf(b, "  %-16s %-16s %9s %10s %10s %9s %9s %11s %9s %9s\n",
+		"scenario", "class", "TTSS ms", "steady n", "steady p50", "p95", "p99", "error rate", "online <", "online ⊂")
+	for _, name := range s.SortedScenarios() {
+		v := s.Scenarios[name].Settled
+		if v == nil {
+			continue
+		}
+		class := v.Class
+		if v.Partial {
+			class += " (partial)"
+		}
+		if !v.Steady || v.Stats == nil {
+			fmt.Fprintf(b, "  %-16s %-16s %9s  no steady state: %s\n", name, class, "-", v.Reason)
+			continue
+		}
+		er := "-"
+		if v.Stats.ErrorRate != nil {
+			er = fmt.Sprintf("%.2f%%", 100**v.Stats.ErrorRate)
+		}
+		cont, cov := "-", "-"
+		if o := v.Online; o != nil {
+			cont, cov = fmt.Sprintf("%.1f%%", 100*o.Contamination), fmt.Sprintf("%.1f%%", 100*o.Coverage)
+		}
+		fmt.Fprintf(b, "  %-16s %-16s %9s %10d %10.2f %9.2f %9.2f %11s %9s %9s\n",
+			name, class, fmtMs(v.TTSSMs, 0), v.Stats.Count, v.Stats.P50Ms, v.Stats.P95Ms, v.Stats.P99Ms, er, cont, cov)
+	}
+	b.WriteString("  (online <: steady-tagged iterations that started before the settled boundary; online ⊂: settled-steady iterations tagged steady)\n")
 }

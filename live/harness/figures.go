@@ -40,6 +40,12 @@ type Figures struct {
 	Online Quality `json:"online"`
 	// The baseline: everything after the first sixth of the run is steady.
 	Baseline Quality `json:"baseline"`
+	// The settled view (the extension's, from summary.json; or, for runs
+	// recorded before it existed, replayed from the series: SettledSource
+	// says which) against the reference.
+	Settled       Quality `json:"settled"`
+	SettledClass  string  `json:"settled_class"`
+	SettledSource string  `json:"settled_source"`
 
 	// StepViolations (step cases): steady-tagged iterations that started
 	// before the service's latency dropped.
@@ -163,6 +169,7 @@ func Judge(c Case, run int, out *RunOutput) *Figures {
 	}
 	cut := f.Duration / 6
 	f.Baseline = quality(it, f.Ref, func(i int) bool { return it[i].Start >= cut })
+	f.judgeSettled(it, sc)
 	never, notHeld := verdictLines(out.Stderr)
 	switch {
 	case out.ExitCode == 0:

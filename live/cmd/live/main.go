@@ -97,6 +97,8 @@ func run() int {
 	sums := harness.Summarize(selected, figs)
 	fmt.Println()
 	harness.WriteTable(os.Stdout, sums)
+	fmt.Println()
+	harness.WriteSettledTable(os.Stdout, sums)
 	for _, s := range sums {
 		for _, l := range s.Failures() {
 			fmt.Println("FAILED", l)
@@ -139,6 +141,8 @@ func table(cases []harness.Case, files []string, rejudge bool) int {
 	}
 	sums := harness.Summarize(cases, figs)
 	harness.WriteTable(os.Stdout, sums)
+	fmt.Println()
+	harness.WriteSettledTable(os.Stdout, sums)
 	status := 0
 	for _, s := range sums {
 		for _, l := range s.Failures() {

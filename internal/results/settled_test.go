@@ -1,0 +1,107 @@
+package results
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestMergeResettles: merging two instances' folders re-settles the merged
+// series, and finds what one instance that ran all the load finds.
+func TestMergeResettles(t *testing.T) {
+	t.Parallel()
+	const n = 30000
+	rng := rand.New(rand.NewPCG(5, 6))
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	whole, parts := newSynth(DefaultSeriesLimit, start), [2]*synthBuilder{newSynth(DefaultSeriesLimit, start), newSynth(DefaultSeriesLimit, start)}
+	t0 := float64(start.UnixMilli())
+	for i := range n {
+		v, r := synthLatency(i, n, rng)
+		end := t0 + 60000*float64(i+1)/n
+		whole.add(int64(i), v, r, end)
+		parts[i%2].add(int64(i/2), v, r, end)
+	}
+	runs := make([]*Run, 2)
+	dirs := []string{t.TempDir(), t.TempDir()}
+	for i, p := range parts {
+		run := p.finish()
+		// each instance's own view (of half the load) must not survive the merge
+		run.Summary.Scenarios["load"].Settled = &Settled{Steady: false, Class: "no-steady-state", Reason: "instance view"}
+		require.NoError(t, run.WriteDir(dirs[i], WriteOptions{}))
+		var err error
+		runs[i], err = LoadDir(dirs[i])
+		require.NoError(t, err)
+	}
+	merged, err := Merge(runs, dirs)
+	require.NoError(t, err)
+	got := merged.Summary.Scenarios["load"].Settled
+	require.NotNil(t, got)
+	require.True(t, got.Steady, "reason: %s", got.Reason)
+	require.Equal(t, "warmup", got.Class)
+	// the ramp from 10 to 5 ms ends at 12 s; within the 25% band from ~8 s
+	require.NotNil(t, got.TTSSMs)
+	require.GreaterOrEqual(t, *got.TTSSMs, 6000.0)
+	require.LessOrEqual(t, *got.TTSSMs, 13000.0)
+	w := whole.finish()
+	one := settleSeries(w.Series["load"].Points, start.UnixNano(), false)
+	require.Equal(t, one.Boundary.Index, got.Boundary.Index)
+	require.InDelta(t, *one.TTSSMs, *got.TTSSMs, 1e-6)
+	require.Equal(t, one.Stats.Count, got.Stats.Count)
+	require.Equal(t, int64(n)-got.Boundary.Index, got.Stats.Count)
+	require.InDelta(t, one.Stats.P99Ms, got.Stats.P99Ms, 1e-9)
+	// every steady-tagged iteration of the synthetic run starts after 12 s:
+	// none before the settled boundary
+	require.NotNil(t, got.Online)
+	require.Zero(t, got.Online.Contamination)
+	require.Less(t, got.Online.Coverage, 1.0, "the settled boundary is earlier than the online one")
+}
+
+// TestCompareSettled: the settled rows are shown and judged like the
+// online ones, and a candidate without a settled steady state fails a
+// settled budget instead of passing it.
+func TestCompareSettled(t *testing.T) {
+	t.Parallel()
+	mk := func(p95 float64, steady bool) *Summary {
+		ttss := 8000.0
+		v := &Settled{Steady: steady, Class: "warmup", TTSSMs: &ttss, Stats: &SettledStats{Count: 100, P50Ms: 5, P95Ms: p95, P99Ms: 2 * p95}}
+		if !steady {
+			v = &Settled{Class: "no-steady-state", Reason: "the level drifts by +40%"}
+		}
+		return &Summary{Scenarios: map[string]*Scenario{"load": {Class: "warmup", Settled: v}}}
+	}
+	b, err := ParseBudgets("settled_p95=+10%")
+	require.NoError(t, err)
+	c := Compare(mk(10, true), mk(10.5, true), b)
+	require.False(t, c.Failed(), "%v", c.Failures)
+	c = Compare(mk(10, true), mk(12, true), b)
+	require.True(t, c.Failed())
+	require.Contains(t, strings.Join(c.Failures, "\n"), "settled_p95")
+	c = Compare(mk(10, true), mk(10, false), b)
+	require.True(t, c.Failed())
+	require.Contains(t, strings.Join(c.Failures, "\n"), "no settled steady state in load: the level drifts by +40%")
+}
+
+// TestReportDrawsSettled: the report has the settled table and draws the
+// settled boundary beside the online transitions.
+func TestReportDrawsSettled(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	b := newSynth(DefaultSeriesLimit, start)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 3000 {
+		v, r := synthLatency(i, 3000, rng)
+		b.add(int64(i), v, r, float64(start.UnixMilli())+60000*float64(i+1)/3000)
+	}
+	run := b.finish()
+	run.Summary.Scenarios["load"].Settled = settleSeries(run.Series["load"].Points, start.UnixNano(), false)
+	require.True(t, run.Summary.Scenarios["load"].Settled.Steady)
+	var sb strings.Builder
+	require.NoError(t, run.Report(&sb))
+	html := sb.String()
+	require.Contains(t, html, `<table id="settled">`)
+	require.Contains(t, html, `"kind":"settled"`)
+	require.Contains(t, html, "settled steady-state start")
+}

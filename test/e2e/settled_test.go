@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// settledScript judges the same budget twice: on the settled view (the
+// thresholds helper's settled()) and on all samples.
+const settledScript = `
+import http from 'k6/http';
+import regime from 'k6/x/regime';
+import { settled } from '${REPO}/thresholds/index.js';
+
+export const options = {
+  scenarios: {
+    load: { executor: 'constant-arrival-rate', rate: 100, timeUnit: '1s', duration: '24s', preAllocatedVUs: 20, maxVUs: 100 },
+  },
+};
+const budgets = { 'http_req_duration{endpoint:item}': ['p(95)<20'], 'http_req_failed': ['rate<0.01'] };
+options.thresholds = Object.assign(
+  settled(budgets, { scenarios: options.scenarios, scenarioNames: ['load'], ttss: 15000 }),
+  { 'http_req_duration{endpoint:item}': ['p(95)<20'] },
+);
+regime.configure(options, { scope: 'endpoint', input: 'request' });
+
+export default function () {
+  http.get(__ENV.BASE_URL + '/item', { tags: { endpoint: 'item' } });
+}
+
+export function handleSummary(data) {
+  const verdicts = {};
+  for (const [name, m] of Object.entries(data.metrics)) {
+    for (const [expr, t] of Object.entries(m.thresholds || {})) verdicts[name + ' ' + expr] = t.ok;
+  }
+  return {
+    'verdicts.json': JSON.stringify(verdicts),
+    'regime.json': JSON.stringify(regime.summary()),
+  };
+}
+`
+
+// clockServer answers /item after a latency that depends on the time since
+// its first request: warmFor at slow, then ~fast (10% jitter); with drift
+// set, the latency grows by drift per request instead, for good.
+func clockServer(tb testing.TB, warmFor, slow, fast, drift time.Duration) *httptest.Server {
+	tb.Helper()
+	var mu sync.Mutex
+	var t0 time.Time
+	var n int64
+	rng := rand.New(rand.NewPCG(3, 4))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		if t0.IsZero() {
+			t0 = time.Now()
+		}
+		n++
+		d := fast
+		switch {
+		case drift > 0:
+			d = fast + time.Duration(n)*drift
+		case time.Since(t0) < warmFor:
+			d = slow
+		}
+		d += time.Duration(rng.Float64() * 0.1 * float64(d))
+		mu.Unlock()
+		time.Sleep(d) // the simulated service time itself
+		_, _ = fmt.Fprint(w, "ok")
+	}))
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+func readVerdicts(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "verdicts.json"))
+	require.NoError(t, err)
+	v := map[string]bool{}
+	require.NoError(t, json.Unmarshal(b, &v))
+	return v
+}
+
+// TestSettledThresholds: a server that warms up for 10 s (40 ms) and then
+// holds (~5 ms). The settled thresholds pass (steady from ~10 s, p95 near
+// 5 ms, TTSS under 15 s) while the same budget on all samples fails (40% of
+// the requests took 40 ms), so k6 exits 99 on the latter alone.
+func TestSettledThresholds(t *testing.T) {
+	srv := clockServer(t, 10*time.Second, 40*time.Millisecond, 5*time.Millisecond, 0)
+	script := strings.ReplaceAll(settledScript, "${REPO}", repoRoot(t))
+	res := runK6(t, script, map[string]string{"BASE_URL": srv.URL})
+	require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
+	v := readVerdicts(t, res.Dir)
+	require.False(t, v["http_req_duration{endpoint:item} p(95)<20"], "all samples: %v", v)
+	for _, k := range []string{
+		"regime_settled_p95{endpoint:item,scenario:load} value<20",
+		"regime_settled_error_rate{scenario:load} value<0.01",
+		"regime_settled_ttss{scenario:load} value<15000",
+		"regime_settled{scenario:load} rate==1",
+		"regime_settled_count{scenario:load} count>0",
+		"regime_settled_count{endpoint:item,scenario:load} count>0",
+	} {
+		ok, found := v[k]
+		require.True(t, found, "threshold %q not judged; verdicts: %v", k, v)
+		require.True(t, ok, "threshold %q failed; stderr:\n%s", k, res.Stderr)
+	}
+	require.Regexp(t, `settled view of load: warm-?up, steady from (9\.[5-9]|1[01]\.\d) s`, res.Stderr)
+	s := readSummaryFile(t, filepath.Join(res.Dir, "regime.json"))
+	st := s.Scenarios["load"].Settled
+	require.NotNil(t, st)
+	require.True(t, st.Steady)
+	require.InDelta(t, 10000, *st.TTSSMs, 1000)
+	require.Less(t, st.Stats.P99Ms, 10.0, "no 40 ms request in the settled steady state")
+}
+
+// TestSettledNeverSettling: latency that grows for good has no settled
+// steady state: regime_settled fails, the gauges have no data and their
+// count>0 guards fail, exit 99 with the reason in the log.
+func TestSettledNeverSettling(t *testing.T) {
+	srv := clockServer(t, 0, 0, time.Millisecond, 15*time.Microsecond)
+	script := strings.ReplaceAll(settledScript, "${REPO}", repoRoot(t))
+	res := runK6(t, script, map[string]string{"BASE_URL": srv.URL})
+	require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
+	require.Regexp(t, `settled view of load: no steady state \(.+\)`, res.Stderr)
+	v := readVerdicts(t, res.Dir)
+	require.False(t, v["regime_settled{scenario:load} rate==1"], "verdicts: %v", v)
+	require.False(t, v["regime_settled_count{scenario:load} count>0"], "verdicts: %v", v)
+}
+
+// TestSettledPartialOnInterrupt: a run stopped by SIGINT still writes the
+// settled view of what it saw, marked partial, in summary.json.
+func TestSettledPartialOnInterrupt(t *testing.T) {
+	srv := clockServer(t, 3*time.Second, 20*time.Millisecond, 3*time.Millisecond, 0)
+	dir := t.TempDir()
+	script := `
+import http from 'k6/http';
+import regime from 'k6/x/regime';
+export const options = { scenarios: { load: { executor: 'constant-arrival-rate', rate: 100, timeUnit: '1s', duration: '60s', preAllocatedVUs: 20, maxVUs: 50 } } };
+regime.configure(options, {});
+export default function () { http.get(__ENV.BASE_URL + '/item'); }
+export function handleSummary() { regime.saveResults({ dir: 'out' }); return {}; }
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "script.js"), []byte(script), 0o600))
+	cmd := exec.Command(k6Binary(t), "run", "--no-usage-report", "--quiet", "script.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "K6_NO_USAGE_REPORT=true", "BASE_URL="+srv.URL)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	// stop it once it has run for 15 s (bounded: the test's own 60 s is the limit)
+	timer := time.AfterFunc(15*time.Second, func() { _ = cmd.Process.Signal(syscall.SIGINT) })
+	defer timer.Stop()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("k6 did not stop after SIGINT; stderr:\n%s", stderr.String())
+	}
+	found, _ := filepath.Glob(filepath.Join(dir, "out", "*", "summary.json"))
+	require.Len(t, found, 1, "stderr:\n%s", stderr.String())
+	b, err := os.ReadFile(found[0])
+	require.NoError(t, err)
+	var s struct {
+		Scenarios map[string]struct {
+			Settled *struct {
+				Partial bool `json:"partial"`
+				Steady  bool `json:"steady"`
+				Blocks  int  `json:"blocks"`
+			} `json:"settled"`
+		} `json:"scenarios"`
+	}
+	require.NoError(t, json.Unmarshal(b, &s))
+	v := s.Scenarios["load"].Settled
+	require.NotNil(t, v, "summary.json: %s", b)
+	require.True(t, v.Partial, "summary.json: %s", b)
+	require.GreaterOrEqual(t, v.Blocks, 10, "15 s of 1-s blocks judged")
+}
+
+type settledSummary struct {
+	Scenarios map[string]struct {
+		Settled *struct {
+			Steady bool     `json:"steady"`
+			TTSSMs *float64 `json:"ttss_ms"`
+			Stats  *struct {
+				P99Ms float64 `json:"p99_ms"`
+			} `json:"stats"`
+		} `json:"settled"`
+	} `json:"scenarios"`
+}
+
+func readSummaryFile(t *testing.T, path string) settledSummary {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var s settledSummary
+	require.NoError(t, json.Unmarshal(b, &s), string(b))
+	return s
+}
