@@ -31,7 +31,58 @@ func troubleArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // resultsCommands are the `k6 x regime` commands on results folders:
 // merge, report and compare.
 func resultsCommands(gs *state.GlobalState) []*cobra.Command {
-	return []*cobra.Command{mergeCommand(gs), reportCommand(gs), compareCommand(gs)}
+	return []*cobra.Command{mergeCommand(gs), reportCommand(gs), compareCommand(gs), gateCommand(gs)}
+}
+
+// exitSettledGateFailed is gate's failed verdict: k6's own status for
+// crossed thresholds, since gate re-judges what thresholds judged.
+const exitSettledGateFailed = 99
+
+func gateCommand(gs *state.GlobalState) *cobra.Command {
+	var budget, scenario, endpoint string
+	cmd := &cobra.Command{
+		Use:   "gate RESULTS_DIR --budget BUDGETS [--scenario NAME [--endpoint NAME]]",
+		Short: "Judge a results folder's settled steady state against budgets (exit 99 on failure)",
+		Long: `Re-judges a results folder offline on its settled view (the whole run
+re-segmented at its end: summary.json's scenarios.<name>.settled): every
+scenario's iterations, or --scenario's, or with --endpoint that endpoint's
+requests (scope 'endpoint').
+
+--budget: METRIC OP VALUE, comma-separated, OP one of < <= > >=; metrics
+p50, p90, p95, p99, max, mean (durations: 300ms, 1.5s; a bare number is ms),
+error_rate (0.01 or 1%), ttss. E.g. --budget 'p95<300ms,error_rate<1%,ttss<20s'.
+A judged view without a settled steady state fails: nothing passes on no
+data. A view of a run cut short is judged and marked partial.
+Exit status: 0 every budget held; 99 a budget failed or a view has no settled
+steady state; 2 bad flags or budgets, a missing or unreadable folder, an
+unknown scenario or endpoint, a summary written before the settled view.`,
+		Args:          troubleArgs(cobra.ExactArgs(1)),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			rules, err := results.ParseLimits(budget)
+			if err != nil {
+				return troubleError(err)
+			}
+			s, err := results.ReadSummary(args[0])
+			if err != nil {
+				return troubleError(fmt.Errorf("gate: %w", err))
+			}
+			g, err := results.JudgeSettled(s, rules, scenario, endpoint)
+			if err != nil {
+				return troubleError(fmt.Errorf("gate: %s: %w", args[0], err))
+			}
+			fmt.Fprint(gs.Stdout, g.Text())
+			if !g.Passed() {
+				return cliexit.With(errors.New("gate: the settled steady state did not meet the budgets"), exitSettledGateFailed)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&budget, "budget", "", "budgets, e.g. 'p95<300ms,p99<1s,error_rate<1%,ttss<20s'")
+	cmd.Flags().StringVar(&scenario, "scenario", "", "judge this scenario only")
+	cmd.Flags().StringVar(&endpoint, "endpoint", "", "with --scenario: judge this endpoint's settled view")
+	return cmd
 }
 
 func mergeCommand(gs *state.GlobalState) *cobra.Command {
@@ -135,7 +186,8 @@ p95 / p99, TTSS and cold-start cost, as a before/after table.
 --fail-on gives budgets the candidate may exceed the base by. Forms:
 METRIC=+N% (relative to the base) or METRIC=+N (absolute: ms, or a fraction
 for errors), comma-separated, e.g. --fail-on p95=+10%,errors=+0.01,ttss=+20%.
-Metrics: p50, p90, p95, p99, p99_9, errors, ttss, cold_start, cold_excess.
+Metrics: p50, p90, p95, p99, p99_9, errors, ttss, cold_start, cold_excess,
+and the settled view's settled_p50, settled_p95, settled_p99, settled_ttss.
 A budget never passes on missing data: a budgeted figure the candidate lacks
 (a scenario or endpoint missing, steady state never reached) fails, and so
 does a budget that finds no figure in both runs.

@@ -235,7 +235,11 @@ func (r *Run) WriteDir(dir string, opt WriteOptions) error {
 	errs = append(errs, writeHLog(filepath.Join(dir, RequestsHLogFile),
 		"request durations per scenario;phase;regime;endpoint;protocol (the Tag)", startMs, entries))
 	for name, sd := range r.Series {
-		errs = append(errs, writeSeries(filepath.Join(dir, sd.Info.File), name, sd))
+		var settled *Settled
+		if sc := r.Summary.Scenarios[name]; sc != nil {
+			settled = sc.Settled
+		}
+		errs = append(errs, writeSeries(filepath.Join(dir, sd.Info.File), name, sd, settled))
 	}
 	errs = append(errs, writeWindows(filepath.Join(dir, WindowsFile), r.Windows))
 	if err := errors.Join(errs...); err != nil {
@@ -309,7 +313,7 @@ func (r *Run) WriteReport(path string) error {
 
 const seriesHeader = "index,n,end_ms,min_ms,median_ms,max_ms,regime"
 
-func writeSeries(path, scenario string, sd *SeriesData) error {
+func writeSeries(path, scenario string, sd *SeriesData, settled *Settled) error {
 	f, err := os.Create(path) //nolint:gosec // the run folder
 	if err != nil {
 		return err
@@ -321,6 +325,15 @@ func writeSeries(path, scenario string, sd *SeriesData) error {
 	} else {
 		fmt.Fprintf(bw, "# xk6-regime iteration series of scenario %s: every iteration (%d), in arrival order; end_ms is Unix ms\n",
 			scenario, sd.Info.Iterations)
+	}
+	// the settled view beside the online tags of the regime column
+	switch {
+	case settled == nil:
+	case settled.Steady && settled.Boundary != nil:
+		fmt.Fprintf(bw, "# settled view (whole run): %s; steady state starts %.0f ms after the scenario start, after the first %d iterations by start time; the regime column holds the online tags\n",
+			settled.Class, settled.Boundary.ElapsedMs, settled.Boundary.Index)
+	default:
+		fmt.Fprintf(bw, "# settled view (whole run): no steady state (%s); the regime column holds the online tags\n", settled.Reason)
 	}
 	bw.WriteString(seriesHeader + "\n")
 	buf := make([]byte, 0, 128)

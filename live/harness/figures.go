@@ -96,7 +96,11 @@ const (
 	MinCoverage       = 0.80
 	MaxP99Distortion  = 0.10
 	MaxWarmupRelapses = 1
-	stepDropMs        = 20.0 // an iteration faster than this is after the step's drop
+	// the settled view's targets (it has the whole run in hand)
+	SettledMaxContamination = 0.005
+	SettledMinCoverage      = 0.95
+	SettledMaxP99Distortion = 0.03
+	stepDropMs              = 20.0 // an iteration faster than this is after the step's drop
 )
 
 func ptr(v float64) *float64 { return &v }
@@ -305,6 +309,9 @@ func checks(c Case, f *Figures) []Check {
 	add("consistent gate", len(f.Inconsistencies) == 0, strings.Join(f.Inconsistencies, "; "))
 	switch c.Kind {
 	case KindFlat:
+		sq := f.Settled
+		add("settled: steady", f.SettledClass != "no-steady-state" && sq.Coverage != nil, f.SettledClass)
+		add(fmt.Sprintf("settled: coverage >= %g%%", 100*SettledMinCoverage), sq.Coverage != nil && *sq.Coverage >= SettledMinCoverage, fmtPct(sq.Coverage))
 		add("0 relapses", f.Relapses == 0, strconv.FormatInt(f.Relapses, 10))
 		add("exit 0", f.ExitCode == 0, strconv.Itoa(f.ExitCode))
 		add(fmt.Sprintf("declared within %g s", FlatDeclareWithin), f.DeclaredAfter != nil && *f.DeclaredAfter <= FlatDeclareWithin, fmtS(f.DeclaredAfter))
@@ -319,10 +326,16 @@ func checks(c Case, f *Figures) []Check {
 		add(fmt.Sprintf("contamination <= %g%%", 100*MaxContamination), q.Contamination != nil && *q.Contamination <= MaxContamination, fmtPct(q.Contamination))
 		add(fmt.Sprintf("coverage >= %g%%", 100*MinCoverage), q.Coverage != nil && *q.Coverage >= MinCoverage, fmtPct(q.Coverage))
 		add(fmt.Sprintf("|p99 distortion| <= %g%%", 100*MaxP99Distortion), q.P99Distortion != nil && math.Abs(*q.P99Distortion) <= MaxP99Distortion, fmtPct(q.P99Distortion))
+		sq := f.Settled
+		add(fmt.Sprintf("settled: contamination <= %g%%", 100*SettledMaxContamination), sq.Contamination != nil && *sq.Contamination <= SettledMaxContamination, fmtPct(sq.Contamination))
+		add(fmt.Sprintf("settled: coverage >= %g%%", 100*SettledMinCoverage), sq.Coverage != nil && *sq.Coverage >= SettledMinCoverage, fmtPct(sq.Coverage))
+		add(fmt.Sprintf("settled: |p99 distortion| <= %g%%", 100*SettledMaxP99Distortion), sq.P99Distortion != nil && math.Abs(*sq.P99Distortion) <= SettledMaxP99Distortion, fmtPct(sq.P99Distortion))
 	case KindNeverSettles, KindSlowdown:
 		add("exit 99 with the reason", f.ExitCode == 99 && (f.Verdict == "never reached" || f.Verdict == "reached but not held"), fmt.Sprintf("%d, %s", f.ExitCode, f.Verdict))
+		add("settled: no steady state or slowdown", f.SettledClass == "no-steady-state" || f.SettledClass == "slowdown", f.SettledClass)
 	case KindStep:
 		add("no steady tag before the drop", f.StepViolations == 0, strconv.Itoa(f.StepViolations))
+		add(fmt.Sprintf("settled: contamination <= %g%%", 100*SettledMaxContamination), f.Settled.Contamination != nil && *f.Settled.Contamination <= SettledMaxContamination, fmtPct(f.Settled.Contamination))
 	}
 	return out
 }

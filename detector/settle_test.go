@@ -1,0 +1,239 @@
+package detector
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// record fills time buckets with rate observations per second for secs
+// seconds, each of level(t) ms with lognormal noise of about 10%.
+func record(tb *TimeBuckets, secs, rate int, level func(t float64) float64, seed uint64) int64 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var n int64
+	for i := 0; i < secs*rate; i++ {
+		t := float64(i) / float64(rate)
+		tb.Record(int64(t*1e9), level(t)*math.Exp(0.1*rng.NormFloat64()))
+		n++
+	}
+	return n
+}
+
+func newTB(t testing.TB) *TimeBuckets {
+	tb, err := NewTimeBuckets(0, DefaultBucketWidth, DefaultMaxBuckets)
+	require.NoError(t, err)
+	return tb
+}
+
+func TestSettleFlat(t *testing.T) {
+	tb := newTB(t)
+	record(tb, 60, 300, func(float64) float64 { return 5 }, 1)
+	s := Settle(tb, DefaultSettleConfig())
+	require.True(t, s.Steady, s.Reason)
+	require.Equal(t, Flat, s.Class)
+	require.LessOrEqual(t, s.Boundary.Time, int64(2e9))
+	require.InDelta(t, 5, s.Stats.P50, 0.15)
+}
+
+func TestSettleWarmup(t *testing.T) {
+	tb := newTB(t)
+	record(tb, 60, 300, func(x float64) float64 {
+		if x < 10 {
+			return 40
+		}
+		return 5
+	}, 2)
+	s := Settle(tb, DefaultSettleConfig())
+	require.True(t, s.Steady, s.Reason)
+	require.Equal(t, ClassWarmup, s.Class)
+	require.GreaterOrEqual(t, s.Boundary.Time, int64(10e9))
+	require.LessOrEqual(t, s.Boundary.Time, int64(12e9))
+	// the observations before the boundary, by start time
+	require.Equal(t, s.Boundary.Time/1e9*300, s.Boundary.Index)
+	require.Equal(t, tb.N()-s.Boundary.Index, s.Stats.Count)
+	require.Less(t, s.Stats.P99, 10.0, "no 40 ms observation in the steady state")
+}
+
+func TestSettleSlowdownForGood(t *testing.T) {
+	tb := newTB(t)
+	record(tb, 90, 300, func(x float64) float64 {
+		if x < 36 {
+			return 5
+		}
+		return 10
+	}, 3)
+	s := Settle(tb, DefaultSettleConfig())
+	require.True(t, s.Steady, s.Reason)
+	require.Equal(t, Slowdown, s.Class)
+	require.InDelta(t, 36e9, float64(s.Boundary.Time), 2e9)
+	require.InDelta(t, 10, s.Stats.P50, 0.3)
+}
+
+func TestSettleDriftHasNoSteadyState(t *testing.T) {
+	tb := newTB(t)
+	record(tb, 60, 300, func(x float64) float64 { return 5 + x/6 }, 4)
+	s := Settle(tb, DefaultSettleConfig())
+	require.False(t, s.Steady)
+	require.Equal(t, NoSteadyState, s.Class)
+	require.True(t, strings.Contains(s.Reason, "drifts") || strings.Contains(s.Reason, "last level"), s.Reason)
+	require.Zero(t, s.Stats.Count)
+}
+
+func TestSettleWaveWithinBandStaysSteady(t *testing.T) {
+	tb := newTB(t)
+	record(tb, 60, 300, func(x float64) float64 {
+		if x >= 25 && x < 35 {
+			return 6 // +20%, within the 25% band
+		}
+		return 5
+	}, 5)
+	s := Settle(tb, DefaultSettleConfig())
+	require.True(t, s.Steady, s.Reason)
+	require.Equal(t, Flat, s.Class)
+	require.LessOrEqual(t, s.Boundary.Time, int64(2e9))
+}
+
+func TestSettleTooShort(t *testing.T) {
+	tb := newTB(t)
+	record(tb, 5, 300, func(float64) float64 { return 5 }, 6)
+	s := Settle(tb, DefaultSettleConfig())
+	require.False(t, s.Steady)
+	require.Contains(t, s.Reason, "too short")
+	empty := newTB(t)
+	require.Equal(t, "no observations", Settle(empty, DefaultSettleConfig()).Reason)
+}
+
+func TestSettleErrorRateFromTheBoundary(t *testing.T) {
+	tb := newTB(t)
+	record(tb, 40, 200, func(x float64) float64 {
+		if x < 10 {
+			return 40
+		}
+		return 5
+	}, 7)
+	// every request of the warm-up fails, none after
+	for i := 0; i < 40*200; i++ {
+		ts := int64(float64(i) / 200 * 1e9)
+		tb.Count(ts, ts < 10e9)
+	}
+	s := Settle(tb, DefaultSettleConfig())
+	require.True(t, s.Steady, s.Reason)
+	require.Equal(t, tb.N()-s.Boundary.Index, s.Stats.Requests)
+	require.Zero(t, s.Stats.Failed)
+	require.Zero(t, s.Stats.ErrorRate())
+}
+
+func TestSettleConfigValidate(t *testing.T) {
+	c := DefaultSettleConfig()
+	require.Empty(t, c.Validate())
+	c.BlockMin, c.BlockMinN, c.Tolerance, c.TailTolerance, c.MinFraction, c.MinBlocks = 0, 1, 0, -1, 2, 1
+	errs := c.Validate()
+	var all []string
+	for _, e := range errs {
+		all = append(all, e.Error())
+	}
+	joined := strings.Join(all, "\n")
+	for _, name := range []string{"block_min", "block_min_n", "settle tolerance", "tail_tolerance", "min_fraction", "min_blocks"} {
+		require.Contains(t, joined, name)
+	}
+}
+
+func TestTimeBucketsMergeKeepsTotals(t *testing.T) {
+	tb, err := NewTimeBuckets(0, int64(time.Second), 8)
+	require.NoError(t, err)
+	for i := 0; i < 100; i++ {
+		ts := int64(i) * int64(time.Second) / 2 // 50 s: past 8 buckets of 1 s
+		tb.Record(ts, float64(1+i%7))
+		tb.Count(ts, i%10 == 0)
+		if i%2 == 0 {
+			tb.Mark(ts)
+		}
+	}
+	require.LessOrEqual(t, tb.Len(), 8)
+	require.Equal(t, int64(8*time.Second), tb.Width()) // 1 s doubled three times: 64 s in 8 buckets
+	var n, req, failed, marked int64
+	for k := 0; k < tb.Len(); k++ {
+		b := tb.Bucket(k)
+		if b.H != nil {
+			n += b.H.TotalCount()
+		}
+		req, failed, marked = req+b.Requests, failed+b.Failed, marked+b.Marked
+	}
+	require.Equal(t, int64(100), n)
+	require.Equal(t, int64(100), tb.N())
+	require.Equal(t, int64(100), req)
+	require.Equal(t, int64(10), failed)
+	require.Equal(t, int64(50), marked)
+	// clamped values are counted
+	tb.Record(0, 0)
+	tb.Record(0, math.NaN())
+	tb.Record(0, 2e10)
+	require.Equal(t, int64(3), tb.OutOfRange())
+	_, err = NewTimeBuckets(0, 0, 8)
+	require.ErrorContains(t, err, "width must be positive, got 0")
+	_, err = NewTimeBuckets(0, 1, 4)
+	require.ErrorContains(t, err, "at least 8 buckets, got 4")
+}
+
+// TestTimeBucketsHourMemory: an hour at 10,000 observations/s (36 M) in one
+// series stays within its bound of buckets and under 64 MiB of heap.
+func TestTimeBucketsHourMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("36 M observations; skipped with -short")
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tb := newTB(t)
+	const n = 36_000_000
+	for i := int64(0); i < n; i++ {
+		tb.Record(i*100_000, float64(1+i%97)/10) // 10k/s for an hour
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("%d buckets of %s, heap +%.1f MiB", tb.Len(), time.Duration(tb.Width()), float64(grown)/(1<<20))
+	require.LessOrEqual(t, tb.Len(), tb.MaxBuckets())
+	require.Less(t, grown, int64(64<<20))
+	require.Equal(t, int64(n), tb.N())
+	runtime.KeepAlive(tb)
+}
+
+// BenchmarkSettle20x1e6 settles 20 series of 10^6 observations each (100 s
+// at 10k/s, a 10 s warm-up): the end-of-run cost of 20 scenarios x endpoints.
+func BenchmarkSettle20x1e6(b *testing.B) {
+	series := make([]*TimeBuckets, 20)
+	for i := range series {
+		tb := newTB(b)
+		record(tb, 100, 10_000, func(x float64) float64 {
+			if x < 10 {
+				return 20
+			}
+			return 5
+		}, uint64(i+10))
+		series[i] = tb
+	}
+	cfg := DefaultSettleConfig()
+	b.ResetTimer()
+	for range b.N {
+		for _, tb := range series {
+			if s := Settle(tb, cfg); !s.Steady {
+				b.Fatal(s.Reason)
+			}
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/20-series")
+}
+
+func BenchmarkTimeBucketsRecord(b *testing.B) {
+	tb := newTB(b)
+	b.ReportAllocs()
+	for i := range b.N {
+		tb.Record(int64(i)*100_000, 5)
+	}
+}

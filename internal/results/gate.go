@@ -1,0 +1,255 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A LimitRule is one budget of `k6 x regime gate`: a figure of the settled
+// view against a limit (ms for durations, a fraction for the error rate).
+type LimitRule struct {
+	Text   string // as given
+	Metric string
+	Op     string
+	Limit  float64
+}
+
+// LimitMetrics are the settled figures a gate budget can name.
+var LimitMetrics = []string{"p50", "p90", "p95", "p99", "max", "mean", "error_rate", "ttss"}
+
+const limitGrammar = "budgets are METRIC OP VALUE separated by commas, OP one of < <= > >=, " +
+	"durations with a unit (ns, us, µs, ms, s, m; a bare number is ms), error_rate as a fraction (0.01) or a percentage (1%), " +
+	"e.g. 'p95<300ms,p99<1s,error_rate<1%,ttss<20s'; metrics: "
+
+var limitRe = regexp.MustCompile(`^\s*([a-z0-9_]+)\s*(<=|>=|<|>)\s*(.+?)\s*$`)
+
+// ParseLimits parses a --budget value; it reports every bad item at once.
+func ParseLimits(spec string) ([]LimitRule, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, errors.New("--budget: no budget given; " + limitGrammar + strings.Join(LimitMetrics, ", "))
+	}
+	valid := map[string]bool{}
+	for _, m := range LimitMetrics {
+		valid[m] = true
+	}
+	var out []LimitRule
+	var errs []error
+	for _, item := range strings.Split(spec, ",") {
+		m := limitRe.FindStringSubmatch(item)
+		if m == nil {
+			errs = append(errs, fmt.Errorf("--budget: %q is not METRIC OP VALUE", strings.TrimSpace(item)))
+			continue
+		}
+		r := LimitRule{Text: strings.TrimSpace(item), Metric: m[1], Op: m[2]}
+		if !valid[r.Metric] {
+			errs = append(errs, fmt.Errorf("--budget: unknown metric %q in %q", r.Metric, r.Text))
+			continue
+		}
+		v, err := parseLimitValue(r.Metric, m[3])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--budget: %q: %w", r.Text, err))
+			continue
+		}
+		r.Limit = v
+		out = append(out, r)
+	}
+	if len(errs) > 0 {
+		errs = append(errs, errors.New(limitGrammar+strings.Join(LimitMetrics, ", ")))
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+func parseLimitValue(metric, v string) (float64, error) {
+	if metric == "error_rate" {
+		num, pct := strings.CutSuffix(v, "%")
+		f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+			return 0, fmt.Errorf("error_rate limit %q must be a non-negative fraction or percentage", v)
+		}
+		if pct {
+			f /= 100
+		}
+		return f, nil
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) && f >= 0 {
+		return f, nil // ms
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s limit %q must be a non-negative duration (e.g. 300ms, 1.5s) or a number of ms", metric, v)
+	}
+	return float64(d) / float64(time.Millisecond), nil
+}
+
+// LimitVerdict is one budget judged on one settled view.
+type LimitVerdict struct {
+	View  string // scenario, or scenario/endpoint
+	Rule  LimitRule
+	Value *float64 // nil: no figure
+	OK    bool
+	Note  string
+}
+
+// GateResult is the verdict of `k6 x regime gate`.
+type GateResult struct {
+	Verdicts []LimitVerdict
+	// Unsettled lists the judged views without a settled steady state, with
+	// the reason: each fails the gate.
+	Unsettled []string
+	// Partial lists the judged views of runs cut short.
+	Partial []string
+}
+
+// Passed says whether every budget held on every judged view and each had
+// a settled steady state.
+func (g *GateResult) Passed() bool {
+	if len(g.Unsettled) > 0 || len(g.Verdicts) == 0 {
+		return false
+	}
+	for _, v := range g.Verdicts {
+		if !v.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// JudgeSettled judges rules on the settled views of s: every scenario's, or
+// scenario's alone, or its endpoint's. Bad selections are errors (the
+// caller's exit status 2), as is a summary written before the settled view
+// existed.
+func JudgeSettled(s *Summary, rules []LimitRule, scenario, endpoint string) (*GateResult, error) {
+	names := s.SortedScenarios()
+	if len(names) == 0 {
+		return nil, errors.New("the summary has no scenario")
+	}
+	if scenario != "" {
+		if s.Scenarios[scenario] == nil {
+			return nil, fmt.Errorf("--scenario: no scenario %q; scenarios: %s", scenario, strings.Join(names, ", "))
+		}
+		names = []string{scenario}
+	} else if endpoint != "" {
+		return nil, errors.New("--endpoint needs --scenario")
+	}
+	res := &GateResult{}
+	for _, name := range names {
+		sc := s.Scenarios[name]
+		v := sc.Settled
+		if v == nil {
+			return nil, fmt.Errorf("scenario %s has no settled view: the folder was written before the settled view existed (summary.json field scenarios.%s.settled)", name, name)
+		}
+		label := name
+		if endpoint != "" {
+			eps := make([]string, 0, len(v.Endpoints))
+			for e := range v.Endpoints {
+				eps = append(eps, e)
+			}
+			sort.Strings(eps)
+			if len(eps) == 0 {
+				return nil, fmt.Errorf("--endpoint: scenario %s has no endpoint views (they need scope: 'endpoint' in regime.configure())", name)
+			}
+			ev := v.Endpoints[endpoint]
+			if ev == nil {
+				return nil, fmt.Errorf("--endpoint: scenario %s has no endpoint %q; endpoints: %s", name, endpoint, strings.Join(eps, ", "))
+			}
+			v, label = ev, name+"/"+endpoint
+		}
+		if v.Partial {
+			res.Partial = append(res.Partial, label)
+		}
+		if !v.Steady || v.Stats == nil {
+			res.Unsettled = append(res.Unsettled, fmt.Sprintf("%s: no settled steady state (%s)", label, v.Reason))
+			continue
+		}
+		for _, r := range rules {
+			val := settledFigure(v, r.Metric)
+			lv := LimitVerdict{View: label, Rule: r, Value: val}
+			switch {
+			case val == nil:
+				lv.Note = "no figure (" + r.Metric + " needs requests in the steady state)"
+			default:
+				lv.OK = compareLimit(*val, r.Op, r.Limit)
+			}
+			res.Verdicts = append(res.Verdicts, lv)
+		}
+	}
+	return res, nil
+}
+
+func settledFigure(v *Settled, metric string) *float64 {
+	st := v.Stats
+	switch metric {
+	case "p50":
+		return fp(st.P50Ms)
+	case "p90":
+		return fp(st.P90Ms)
+	case "p95":
+		return fp(st.P95Ms)
+	case "p99":
+		return fp(st.P99Ms)
+	case "max":
+		return fp(st.MaxMs)
+	case "mean":
+		return fp(st.MeanMs)
+	case "error_rate":
+		return st.ErrorRate
+	case "ttss":
+		return v.TTSSMs
+	}
+	return nil
+}
+
+func compareLimit(v float64, op string, limit float64) bool {
+	switch op {
+	case "<":
+		return v < limit
+	case "<=":
+		return v <= limit
+	case ">":
+		return v > limit
+	}
+	return v >= limit
+}
+
+// Text is the gate's report: one line per view and budget, then the verdict.
+func (g *GateResult) Text() string {
+	var b strings.Builder
+	for _, p := range g.Partial {
+		fmt.Fprintf(&b, "NOTE %s: partial (run interrupted): the settled view of what the run saw\n", p)
+	}
+	for _, u := range g.Unsettled {
+		fmt.Fprintf(&b, "FAIL %s\n", u)
+	}
+	for _, v := range g.Verdicts {
+		status := "ok  "
+		if !v.OK {
+			status = "FAIL"
+		}
+		val := "-"
+		if v.Value != nil {
+			if v.Rule.Metric == "error_rate" {
+				val = fmt.Sprintf("%.4g%%", 100**v.Value)
+			} else {
+				val = fmt.Sprintf("%.3f ms", *v.Value)
+			}
+		}
+		fmt.Fprintf(&b, "%s %s settled %s = %s (budget %s)", status, v.View, v.Rule.Metric, val, v.Rule.Text)
+		if v.Note != "" {
+			fmt.Fprintf(&b, ": %s", v.Note)
+		}
+		b.WriteString("\n")
+	}
+	if g.Passed() {
+		b.WriteString("PASS: every budget held on the settled steady state\n")
+	} else {
+		b.WriteString("FAIL: the settled gate did not pass\n")
+	}
+	return b.String()
+}
