@@ -205,24 +205,21 @@ func (b *breakdown) addLatency(s metrics.Sample, proto string) {
 	c := b.cell(k)
 	c.count++
 	c.hist.Record(s.Value)
+	if !requestFailed(s, proto) {
+		return
+	}
+	c.errors++
 	status, _ := s.Tags.Get("status")
 	if proto == "http" {
 		code, _ := strconv.Atoi(status)
 		switch {
 		case code == 0:
-			c.errors++
 			c.noResponse++ // connection refused, reset, EOF, timeout
 		case code >= 500:
-			c.errors++
-			c.status5xx++
-		case code >= 400:
-			c.errors++
-		}
-	} else if status != "" && status != "0" { // gRPC status code; 0 is OK
-		c.errors++
-		if status == "14" { // UNAVAILABLE: the service's overload answer
 			c.status5xx++
 		}
+	} else if status == "14" { // UNAVAILABLE: the service's overload answer
+		c.status5xx++
 	}
 }
 

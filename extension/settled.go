@@ -186,10 +186,7 @@ func (st *scenarioState) settledView(partial bool) *results.Settled {
 	out.Boundary = &results.Point{Index: sp.Before, ElapsedMs: ttss}
 	out.TTSSMs = &ttss
 	out.Stats = results.FromSettledStats(sp.Stats)
-	if tagged := sp.Marked + sp.MarkedBefore; tagged > 0 && sp.Stats.Count > 0 {
-		o := &results.OnlineVsSettled{SteadyTagged: tagged,
-			Contamination: float64(sp.MarkedBefore) / float64(tagged),
-			Coverage:      float64(sp.Marked) / float64(sp.Stats.Count)}
+	if o := results.OnlineFrom(sp); o != nil {
 		if st.ttssPushed {
 			d := ms(st.ttss) - ttss
 			o.StartDiffMs = &d

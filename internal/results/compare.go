@@ -318,24 +318,10 @@ func Compare(base, cand *Summary, budgets []Budget) *Comparison {
 		add("scenario", n, n, "cold_excess", excess(b), excess(x))
 		// the settled view (whole run): its steady iteration percentiles and TTSS
 		settled := func(s *Scenario, m string) *float64 {
-			if s == nil || s.Settled == nil || !s.Settled.Steady {
+			if s == nil || s.Settled == nil || !s.Settled.Steady || s.Settled.Stats == nil {
 				return nil
 			}
-			v := s.Settled
-			switch m {
-			case "settled_ttss":
-				return v.TTSSMs
-			}
-			if v.Stats == nil {
-				return nil
-			}
-			switch m {
-			case "settled_p50":
-				return fp(v.Stats.P50Ms)
-			case "settled_p95":
-				return fp(v.Stats.P95Ms)
-			}
-			return fp(v.Stats.P99Ms)
+			return settledFigure(s.Settled, strings.TrimPrefix(m, "settled_"))
 		}
 		for _, m := range []string{"settled_p50", "settled_p95", "settled_p99", "settled_ttss"} {
 			if m == "settled_p95" || m == "settled_p99" || shown[m] {

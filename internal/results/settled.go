@@ -85,12 +85,20 @@ func settleSeries(pts []SeriesPoint, startNs int64, partial bool) *Settled {
 	}
 	out := FromSettled(&v, cfg, startNs, partial)
 	if v.Steady {
-		sp := tb.From(v.Boundary.Time)
-		if tagged := sp.Marked + sp.MarkedBefore; tagged > 0 && sp.Stats.Count > 0 {
-			out.Online = &OnlineVsSettled{SteadyTagged: tagged,
-				Contamination: float64(sp.MarkedBefore) / float64(tagged),
-				Coverage:      float64(sp.Marked) / float64(sp.Stats.Count)}
-		}
+		out.Online = OnlineFrom(tb.From(v.Boundary.Time))
 	}
 	return out
+}
+
+// OnlineFrom compares the marked (online steady-tagged) observations with
+// a settled boundary: sp is what the buckets hold from the boundary on.
+// Nil without marks or without observations after the boundary.
+func OnlineFrom(sp detector.Span) *OnlineVsSettled {
+	tagged := sp.Marked + sp.MarkedBefore
+	if tagged == 0 || sp.Stats.Count == 0 {
+		return nil
+	}
+	return &OnlineVsSettled{SteadyTagged: tagged,
+		Contamination: float64(sp.MarkedBefore) / float64(tagged),
+		Coverage:      float64(sp.Marked) / float64(sp.Stats.Count)}
 }
