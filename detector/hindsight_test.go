@@ -233,3 +233,89 @@ func TestHindsightWithoutTrace(t *testing.T) {
 	_, err = d.Hindsight()
 	require.ErrorIs(t, err, ErrNoTrace)
 }
+
+// referencePELT is PELT as the labels' R code runs it (a candidate loop
+// with the first least cost kept, segment costs computed as needed): the
+// oracle for the cached, two-pass run.
+func referencePELT(p *pelt, pen float64) ([]int, float64) {
+	n := len(p.s) - 1
+	f, last := make([]float64, n+1), make([]int, n+1)
+	f[0] = -pen
+	if n >= 1 {
+		f[1] = math.Inf(1)
+	}
+	r := []int{0}
+	for t := 2; t <= n; t++ {
+		best, arg := math.Inf(1), 0
+		costs := make([]float64, len(r))
+		for i, c := range r {
+			costs[i] = math.Inf(1)
+			if t-c >= 2 {
+				costs[i] = f[c] + p.segCost(c, t)
+				if tot := costs[i] + pen; tot < best {
+					best, arg = tot, c
+				}
+			}
+		}
+		f[t], last[t] = best, arg
+		var keep []int
+		for i, c := range r {
+			if t-c < 2 || costs[i] <= best {
+				keep = append(keep, c)
+			}
+		}
+		r = append(keep, t-1)
+	}
+	cps := []int{}
+	for t := last[n]; t > 0; t = last[t] {
+		cps = append([]int{t}, cps...)
+	}
+	return cps, f[n] - pen*float64(len(cps))
+}
+
+// TestPELTCachedExact: the cached costs and the two-pass candidate loop
+// give the changepoints and fit of the reference loop bit for bit, on
+// steps, noise and ties (repeated values: many segments of equal cost),
+// with and without the cache (a series longer than segCacheMax has none).
+func TestPELTCachedExact(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	series := map[string][]float64{}
+	steps := make([]float64, 1500)
+	for i := range steps {
+		steps[i] = 10 + 3*float64(i/300) + rng.NormFloat64()
+	}
+	series["steps"] = steps
+	ties := make([]float64, 800)
+	for i := range ties {
+		ties[i] = float64(rng.IntN(3)) // a few distinct values: equal costs
+	}
+	series["ties"] = ties
+	flat := make([]float64, 400)
+	for i := range flat {
+		flat[i] = 5 // zero variance everywhere: every segment at minVar
+	}
+	series["flat"] = flat
+	for name, y := range series {
+		var p pelt
+		p.init(y)
+		require.NotNil(t, p.seg, name)
+		var nc pelt
+		nc.init(y)
+		nc.seg = nil // costs computed as needed
+		n := float64(len(y))
+		for _, pen := range []float64{2, 4 * math.Log(n), 15 * math.Log(n), 300, 1e5 * math.Log(n)} {
+			wantCps, wantFit := referencePELT(&p, pen)
+			for _, q := range []*pelt{&p, &nc} {
+				got := q.run(pen)
+				require.Equal(t, wantCps, append([]int{}, got...), "%s pen %g", name, pen)
+				require.Equal(t, math.Float64bits(wantFit), math.Float64bits(q.rawFit), "%s pen %g", name, pen)
+			}
+		}
+		require.Equal(t, p.knee(), nc.knee(), name)
+	}
+	long := make([]float64, segCacheMax+1)
+	var p pelt
+	p.init(long)
+	require.Nil(t, p.seg, "no cache beyond segCacheMax")
+}

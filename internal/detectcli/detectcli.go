@@ -42,7 +42,9 @@ type options struct {
 	maxGroups int
 	cfg       detector.Config
 	tags      *tagWriter
-	stderr    io.Writer // warnings
+	stderr    io.Writer     // warnings
+	sem       chan struct{} // one slot per CPU for the refinements
+	progress  string        // --progress: auto, always or never
 }
 
 // NewCommand returns the `detect` cobra command writing results to stdout
@@ -88,14 +90,44 @@ the series. --tags writes every observation's online tag.`,
 				}
 				o.tags = tw
 			}
+			var show bool
+			switch o.progress {
+			case "auto":
+				show = isTerminal(stderr)
+			case "always":
+				show = true
+			case "never":
+			default:
+				return usageError(fmt.Errorf("--progress must be one of auto, always, never; got %q", o.progress))
+			}
 			failed := 0
 			enc := json.NewEncoder(stdout)
+			pr := newProgress(stderr, show, len(args))
+			o.sem = make(chan struct{}, runtime.GOMAXPROCS(0))
+			// a file's refinements run while the next file is read; its
+			// lines and errors are written in file order
+			var pending func()
 			for _, f := range args {
-				if err := o.processFile(f, enc); err != nil {
-					fmt.Fprintf(stderr, "detect: %s: %v\n", f, err)
-					failed++
+				finish, err := o.startFile(f)
+				if pending != nil {
+					pending()
+				}
+				pending = func() {
+					pr.clear() // before the file's warnings and errors
+					if err == nil {
+						err = finish(enc)
+					}
+					if err != nil {
+						fmt.Fprintf(stderr, "detect: %s: %v\n", f, err)
+						failed++
+					}
+					pr.fileDone()
 				}
 			}
+			if pending != nil {
+				pending()
+			}
+			pr.finish()
 			if o.tags != nil {
 				if err := o.tags.close(); err != nil {
 					return fmt.Errorf("--tags %s: %w", o.tagsPath, err)
@@ -119,7 +151,9 @@ the series. --tags writes every observation's online tag.`,
 	fs.StringVar(&o.tagsPath, "tags", "",
 		"write every observation's online tag to this CSV file (file,group,index,time,value,regime): the regime in force when it arrived")
 	fs.BoolVar(&o.noHindsight, "no-hindsight", false,
-		"skip the end-of-run refinement (its object is null); it costs up to seconds per series")
+		"skip the end-of-run refinement (its object is null); it costs about 0.3 s for a series of 3,000 observations (longer series are refined on a trace of at most 4,096 entries)")
+	fs.StringVar(&o.progress, "progress", "auto",
+		"progress on stderr after each file (files done, elapsed, estimated time left): auto (when stderr is a terminal), always or never")
 	fs.IntVar(&o.maxGroups, "max-groups", DefaultMaxGroups,
 		"most --group series held per file; rows of further groups are counted in one \"other\" line, not analysed "+
 			"(each series costs about 240 KiB allocated with the default detector options)")
@@ -231,10 +265,15 @@ type series struct {
 
 // processFile runs one detector per series of the file and writes a line
 // per series; a bad file yields an error and no lines.
-func (o *options) processFile(path string, enc *json.Encoder) error {
+// startFile reads path and runs its series through the online detector,
+// then starts their end-of-run refinements (at most one per CPU across
+// files, through o.sem) and returns at once; finish waits for them and
+// writes the file's lines. The caller reads the next file meanwhile, so the
+// CPUs stay busy across files.
+func (o *options) startFile(path string) (finish func(enc *json.Encoder) error, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<16)
@@ -242,7 +281,7 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 	if magic, _ := br.Peek(2); strings.HasSuffix(path, ".gz") || (len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return fmt.Errorf("gzip: %w", err)
+			return nil, fmt.Errorf("gzip: %w", err)
 		}
 		defer gz.Close()
 		r = gz
@@ -253,10 +292,10 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 	cr.Comment = '#' // e.g. the first line of a results folder's series/*.csv
 	header, err := cr.Read()
 	if err == io.EOF {
-		return errors.New("empty file (no header)")
+		return nil, errors.New("empty file (no header)")
 	}
 	if err != nil {
-		return fmt.Errorf("header: %w", err)
+		return nil, fmt.Errorf("header: %w", err)
 	}
 	header = slices.Clone(header) // the reader reuses its record slice
 	find := func(name string) int {
@@ -270,19 +309,19 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 	col := len(header) - 1
 	if o.column != "" {
 		if col = find(o.column); col < 0 {
-			return fmt.Errorf("no column %q (columns: %s)", o.column, quoteAll(header))
+			return nil, fmt.Errorf("no column %q (columns: %s)", o.column, quoteAll(header))
 		}
 	}
 	grp := -1
 	if o.group != "" {
 		if grp = find(o.group); grp < 0 {
-			return fmt.Errorf("no group column %q (columns: %s)", o.group, quoteAll(header))
+			return nil, fmt.Errorf("no group column %q (columns: %s)", o.group, quoteAll(header))
 		}
 	}
 	tcol := -1
 	if o.timeCol != "" {
 		if tcol = find(o.timeCol); tcol < 0 {
-			return fmt.Errorf("no time column %q (columns: %s)", o.timeCol, quoteAll(header))
+			return nil, fmt.Errorf("no time column %q (columns: %s)", o.timeCol, quoteAll(header))
 		}
 	}
 	unit := map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[o.timeUnit]
@@ -297,7 +336,7 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 			break
 		}
 		if err != nil {
-			return err // a *csv.ParseError names the line and column
+			return nil, err // a *csv.ParseError names the line and column
 		}
 		line, _ := cr.FieldPos(0)
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
@@ -305,24 +344,24 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 		}
 		need := max(col, grp, tcol)
 		if len(rec) <= need {
-			return fmt.Errorf("line %d: %d fields, need at least %d", line, len(rec), need+1)
+			return nil, fmt.Errorf("line %d: %d fields, need at least %d", line, len(rec), need+1)
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(rec[col]), 64)
 		if err != nil {
-			return fmt.Errorf("line %d: column %q: not a number: %q", line, header[col], rec[col])
+			return nil, fmt.Errorf("line %d: column %q: not a number: %q", line, header[col], rec[col])
 		}
 		if err := observation.Check(v); err != nil {
-			return fmt.Errorf("line %d: column %q: %q: %w", line, header[col], rec[col], err)
+			return nil, fmt.Errorf("line %d: column %q: %q: %w", line, header[col], rec[col], err)
 		}
 		tns := -1.0
 		if tcol >= 0 {
 			tv, err := strconv.ParseFloat(strings.TrimSpace(rec[tcol]), 64)
 			if err != nil {
-				return fmt.Errorf("line %d: time column %q: not a number: %q", line, header[tcol], rec[tcol])
+				return nil, fmt.Errorf("line %d: time column %q: not a number: %q", line, header[tcol], rec[tcol])
 			}
 			tns = tv * unit
 			if err := observation.CheckTime(tns); err != nil {
-				return fmt.Errorf("line %d: time column %q: %q (--time-unit %s): %w", line, header[tcol], rec[tcol], o.timeUnit, err)
+				return nil, fmt.Errorf("line %d: time column %q: %q (--time-unit %s): %w", line, header[tcol], rec[tcol], o.timeUnit, err)
 			}
 		}
 		key := ""
@@ -338,7 +377,7 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 			if cur == nil {
 				d, err := detector.New(o.cfg)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				cur = &series{name: strings.Clone(key), det: d}
 				byName[cur.name] = cur
@@ -356,26 +395,33 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 		cur.n++
 	}
 	if len(order) == 0 {
-		return errors.New("empty series: no data rows")
+		return nil, errors.New("empty series: no data rows")
 	}
-	// the hindsight refinement costs up to seconds per series: the series
-	// of a file are refined in parallel, one per CPU, and written in order
+	// the hindsight refinement costs a fraction of a second per series:
+	// the series are refined in parallel, one per CPU, and written in order
 	hind := make([]detector.Snapshot, len(order))
 	hindErr := make([]error, len(order))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, s := range order {
 		if s.n == 0 || o.noHindsight {
 			continue
 		}
 		wg.Add(1)
-		sem <- struct{}{}
+		o.sem <- struct{}{}
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer func() { <-o.sem; wg.Done() }()
 			hind[i], hindErr[i] = s.det.Hindsight()
 		}()
 	}
-	wg.Wait()
+	return func(enc *json.Encoder) error {
+		wg.Wait()
+		return o.writeFile(path, enc, order, hind, hindErr, grp >= 0, &over)
+	}, nil
+}
+
+// writeFile writes the lines of one file's series.
+func (o *options) writeFile(path string, enc *json.Encoder, order []*series, hind []detector.Snapshot,
+	hindErr []error, grouped bool, over *overflow) error {
 	var errs []error
 	for i, s := range order {
 		snap := s.det.Snapshot()
@@ -398,7 +444,7 @@ func (o *options) processFile(path string, enc *json.Encoder) error {
 			Hindsight: hs,
 			Params:    o.cfg,
 		}
-		if grp >= 0 {
+		if grouped {
 			g := s.name
 			res.Group = &g
 		}
