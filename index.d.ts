@@ -82,6 +82,8 @@ export interface Settled {
   /** Where steady state starts: observations started before it, ms from the scenario start. Null when not steady. */
   boundary: { index: number; elapsed_ms: number } | null;
   ttss_ms: number | null;
+  /** The boundary's time, Unix ms (absent when not steady). */
+  at_ms?: number;
   level_ms: number; tolerance: number; tail_tolerance: number;
   /** Theil-Sen change of the level over the steady stretch, with its 95% interval. */
   trend: number; trend_low: number; trend_high: number;

@@ -184,6 +184,7 @@ func (st *scenarioState) settledView(partial bool) *results.Settled {
 	sp := st.iters.From(lead.Boundary.Time)
 	ttss := ms(time.Duration(lead.Boundary.Time - start.UnixNano()))
 	out.Boundary = &results.Point{Index: sp.Before, ElapsedMs: ttss}
+	out.AtMs = float64(lead.Boundary.Time) / 1e6
 	out.TTSSMs = &ttss
 	out.Stats = results.FromSettledStats(sp.Stats)
 	if o := results.OnlineFrom(sp); o != nil {

@@ -126,6 +126,9 @@ type Settled struct {
 	// from the scenario's start to it. Nil when not steady.
 	Boundary *Point   `json:"boundary"`
 	TTSSMs   *float64 `json:"ttss_ms"`
+	// AtMs is the boundary's time (Unix ms; 0 when not steady or unknown):
+	// the clock of windows.csv and the transitions.
+	AtMs float64 `json:"at_ms,omitempty"`
 	// LevelMs is the steady median level; Tolerance and TailTolerance the
 	// relative bands; Trend the Theil-Sen change of the level over the
 	// steady stretch, TrendLow..TrendHigh its 95% interval.

@@ -100,7 +100,10 @@ func (r *Run) Report(w io.Writer) error {
 		if v := sc.Settled; v != nil && v.Steady && v.Boundary != nil {
 			// the settled boundary, drawn beside the online transitions
 			rt := reportTrans{Kind: "settled", To: "steady (settled)"}
-			if data.StartMs > 0 {
+			switch {
+			case v.AtMs > 0:
+				rt.AtMs = v.AtMs
+			case data.StartMs > 0: // a summary from before at_ms: from the run's start
 				rt.AtMs = data.StartMs + v.Boundary.ElapsedMs
 			}
 			if iterIndexed {

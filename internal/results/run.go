@@ -56,6 +56,11 @@ type WindowRow struct {
 	Stable       bool
 	Regime       string
 	Instance     int
+	// Settled places the window against the settled view of its scope (the
+	// endpoint's, else the scenario's) by the time of its first
+	// observation: "steady" at or after the boundary, "transient" before
+	// it, "none" when the view found no steady state, "" without a view.
+	Settled string
 }
 
 // NewRun returns an empty run.
@@ -241,7 +246,7 @@ func (r *Run) WriteDir(dir string, opt WriteOptions) error {
 		}
 		errs = append(errs, writeSeries(filepath.Join(dir, sd.Info.File), name, sd, settled))
 	}
-	errs = append(errs, writeWindows(filepath.Join(dir, WindowsFile), r.Windows))
+	errs = append(errs, writeWindows(filepath.Join(dir, WindowsFile), r.Windows, r.Summary))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
@@ -419,9 +424,30 @@ func readSeries(path string) ([]SeriesPoint, error) {
 	}
 }
 
-const windowsHeader = "scenario,endpoint,seq,first_index,last_index,first_ms,last_ms,n,median_ms,tail_ms,tail_quantile,drift,stable,regime,instance"
+const windowsHeader = "scenario,endpoint,seq,first_index,last_index,first_ms,last_ms,n,median_ms,tail_ms,tail_quantile,drift,stable,regime,instance,settled"
 
-func writeWindows(path string, ws []WindowRow) error {
+// settledPlace is WindowRow.Settled for a window of scenario/endpoint that
+// starts at firstMs.
+func settledPlace(s *Summary, scenario, endpoint string, firstMs float64) string {
+	if s == nil || s.Scenarios[scenario] == nil || s.Scenarios[scenario].Settled == nil {
+		return ""
+	}
+	v := s.Scenarios[scenario].Settled
+	if ev := v.Endpoints[endpoint]; endpoint != "" && ev != nil {
+		v = ev
+	}
+	switch {
+	case !v.Steady:
+		return "none"
+	case v.AtMs <= 0:
+		return ""
+	case firstMs >= v.AtMs:
+		return "steady"
+	}
+	return "transient"
+}
+
+func writeWindows(path string, ws []WindowRow, s *Summary) error {
 	f, err := os.Create(path) //nolint:gosec // the run folder
 	if err != nil {
 		return err
@@ -435,7 +461,7 @@ func writeWindows(path string, ws []WindowRow) error {
 			strconv.FormatInt(w.FirstIndex, 10), strconv.FormatInt(w.LastIndex, 10),
 			strconv.FormatFloat(w.FirstMs, 'f', 3, 64), strconv.FormatFloat(w.LastMs, 'f', 3, 64),
 			strconv.Itoa(w.N), ff(w.Median), ff(w.Tail), ff(w.TailQuantile), ff(w.Drift),
-			strconv.FormatBool(w.Stable), w.Regime, strconv.Itoa(w.Instance)})
+			strconv.FormatBool(w.Stable), w.Regime, strconv.Itoa(w.Instance), settledPlace(s, w.Scenario, w.Endpoint, w.FirstMs)})
 	}
 	cw.Flush()
 	err = errors.Join(cw.Error(), bw.Flush())
@@ -455,7 +481,7 @@ func readWindows(path string) ([]WindowRow, error) {
 	}
 	defer func() { _ = f.Close() }()
 	cr := csv.NewReader(f)
-	cr.FieldsPerRecord = 15
+	cr.FieldsPerRecord = -1 // 15 columns before the settled one
 	var out []WindowRow
 	for line := 0; ; line++ {
 		rec, err := cr.Read()
@@ -467,6 +493,9 @@ func readWindows(path string) ([]WindowRow, error) {
 		}
 		if line == 0 {
 			continue
+		}
+		if len(rec) != 15 && len(rec) != 16 {
+			return nil, fmt.Errorf("%s: line %d: %d fields, want 16 (15 before the settled column)", path, line+1, len(rec))
 		}
 		var perr error
 		num := func(s string) float64 {
@@ -480,6 +509,9 @@ func readWindows(path string) ([]WindowRow, error) {
 			LastIndex: int64(num(rec[4])), FirstMs: num(rec[5]), LastMs: num(rec[6]), N: int(num(rec[7])),
 			Median: num(rec[8]), Tail: num(rec[9]), TailQuantile: num(rec[10]), Drift: num(rec[11]),
 			Stable: rec[12] == "true", Regime: rec[13], Instance: int(num(rec[14]))}
+		if len(rec) > 15 {
+			w.Settled = rec[15]
+		}
 		if perr != nil {
 			return nil, fmt.Errorf("%s: line %d: %w", path, line+1, perr)
 		}

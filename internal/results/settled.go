@@ -17,6 +17,7 @@ func FromSettled(v *detector.Settled, cfg detector.SettleConfig, startNs int64, 
 	if v.Steady {
 		ttss := float64(v.Boundary.Time-startNs) / 1e6
 		out.Boundary = &Point{Index: v.Boundary.Index, ElapsedMs: ttss}
+		out.AtMs = float64(v.Boundary.Time) / 1e6
 		out.TTSSMs = &ttss
 		out.Stats = FromSettledStats(v.Stats)
 	}

@@ -2,6 +2,8 @@ package results
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,4 +106,61 @@ func TestReportDrawsSettled(t *testing.T) {
 	require.Contains(t, html, `<table id="settled">`)
 	require.Contains(t, html, `"kind":"settled"`)
 	require.Contains(t, html, "settled steady-state start")
+}
+
+// TestWindowsSettledColumn: windows.csv places each window against the
+// settled view of its scope (the endpoint's where there is one), and reads
+// back with the 15-column files of earlier versions.
+func TestWindowsSettledColumn(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	b := newSynth(DefaultSeriesLimit, start)
+	rng := rand.New(rand.NewPCG(9, 10))
+	t0 := float64(start.UnixMilli())
+	for i := range 3000 {
+		v, r := synthLatency(i, 3000, rng)
+		b.add(int64(i), v, r, t0+60000*float64(i+1)/3000)
+	}
+	run := b.finish()
+	v := settleSeries(run.Series["load"].Points, start.UnixNano(), false)
+	require.True(t, v.Steady, v.Reason)
+	require.InDelta(t, t0+*v.TTSSMs, v.AtMs, 1e-3, "at_ms is the boundary on the Unix clock")
+	v.Endpoints = map[string]*Settled{"/never": {Class: "no-steady-state", Reason: "drift"}}
+	run.Summary.Scenarios["load"].Settled = v
+	run.Summary.Scenarios["other"] = &Scenario{}
+	run.Windows = []WindowRow{
+		{Scenario: "load", Seq: 0, FirstMs: v.AtMs - 1000, LastMs: v.AtMs - 1},
+		{Scenario: "load", Seq: 1, FirstMs: v.AtMs, LastMs: v.AtMs + 1000},
+		{Scenario: "load", Endpoint: "/held", Seq: 0, FirstMs: v.AtMs + 5, LastMs: v.AtMs + 900},
+		{Scenario: "load", Endpoint: "/never", Seq: 0, FirstMs: v.AtMs + 5, LastMs: v.AtMs + 900},
+		{Scenario: "other", Seq: 0, FirstMs: t0, LastMs: t0 + 1000},
+	}
+	dir := t.TempDir()
+	require.NoError(t, run.WriteDir(dir, WriteOptions{}))
+	got, err := readWindows(filepath.Join(dir, WindowsFile))
+	require.NoError(t, err)
+	var places []string
+	for _, w := range got {
+		places = append(places, w.Settled)
+	}
+	require.Equal(t, []string{"transient", "steady", "steady", "none", ""}, places)
+
+	// a 15-column file of an earlier version reads, without the column
+	raw, err := os.ReadFile(filepath.Join(dir, WindowsFile))
+	require.NoError(t, err)
+	var old []string
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		old = append(old, l[:strings.LastIndexByte(l, ',')])
+	}
+	p := filepath.Join(t.TempDir(), WindowsFile)
+	require.NoError(t, os.WriteFile(p, []byte(strings.Join(old, "\n")+"\n"), 0o600))
+	got, err = readWindows(p)
+	require.NoError(t, err)
+	require.Len(t, got, 5)
+	require.Empty(t, got[1].Settled)
+
+	// a row of another width is an error that names the file and line
+	require.NoError(t, os.WriteFile(p, []byte(windowsHeader+"\nload,,0,1,2\n"), 0o600))
+	_, err = readWindows(p)
+	require.ErrorContains(t, err, "line 2: 5 fields, want 16")
 }
