@@ -112,6 +112,7 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 			out.Windows = append(out.Windows, w)
 		}
 		s.Series.WindowsDropped += in.Series.WindowsDropped
+		s.Series.WindowsStride = max(s.Series.WindowsStride, in.Series.WindowsStride)
 	}
 	s.End = mergeEnds(runs, names)
 	for name, pts := range allSeries {

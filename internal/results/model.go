@@ -339,9 +339,13 @@ type TrackedCell struct {
 
 // SeriesInfo says what the series files hold.
 type SeriesInfo struct {
-	Windows        string                    `json:"windows"`
-	WindowsDropped int64                     `json:"windows_dropped"`
-	Iterations     map[string]IterSeriesInfo `json:"iterations"`
+	Windows        string `json:"windows"`
+	WindowsDropped int64  `json:"windows_dropped"`
+	// WindowsStride: windows.csv holds the windows whose seq (numbered per
+	// scope) is a multiple of it (1: every window; doubled each time the
+	// bound is reached).
+	WindowsStride int64                     `json:"windows_stride,omitempty"`
+	Iterations    map[string]IterSeriesInfo `json:"iterations"`
 }
 
 // IterSeriesInfo describes one scenario's iteration series file.
