@@ -206,6 +206,19 @@ func layerJSON(set map[string]rawSetting, raw json.RawMessage) []error {
 			errs = append(errs, fmt.Errorf("%s: %w", src, err))
 			continue
 		}
+		if k == "url" {
+			// checked as the environment's URL is (found by
+			// FuzzInfluxConfig: {"url": "@"} was accepted as is)
+			switch x, ok := v.(string); {
+			case v == nil:
+				delete(set, k)
+			case !ok:
+				errs = append(errs, fmt.Errorf("%s: must be a URL string such as \"http://127.0.0.1:8086\"", src))
+			default:
+				errs = append(errs, layerURL(set, x, src, false)...)
+			}
+			continue
+		}
 		switch x := v.(type) {
 		case string:
 			set[k] = rawSetting{x, src}

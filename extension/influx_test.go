@@ -53,6 +53,26 @@ func TestInfluxConfigPrecedence(t *testing.T) {
 			},
 		},
 		{
+			// found by FuzzInfluxConfig: the JSON config's URL is checked
+			// as the environment's is
+			name:    "JSON URL checked",
+			json:    `{"url": "@", "database": "db"}`,
+			wantErr: []string{`JSON config key "url": URL scheme must be http or https, got ""`, `JSON config key "url": URL has no host`},
+		},
+		{
+			name:    "JSON URL not a string",
+			json:    `{"url": 8086}`,
+			wantErr: []string{`JSON config key "url": must be a URL string`},
+		},
+		{
+			name: "JSON URL with credentials",
+			json: `{"url": "http://bob:pw@127.0.0.1:8086"}`,
+			check: func(t *testing.T, c influxConfig) {
+				require.Equal(t, "http://127.0.0.1:8086", c.URL)
+				require.Equal(t, "bob:pw", c.Token, "user info becomes the 1.8 token")
+			},
+		},
+		{
 			name: "json < env < argument",
 			json: `{"batchSize": 10, "flushInterval": 250, "timeout": "2s", "testid": "from-json", "database": "jsondb"}`,
 			env:  map[string]string{"K6_REGIME_INFLUXDB_BATCH_SIZE": "20", "K6_REGIME_INFLUXDB_TESTID": "from-env", "PATH": "/bin"},
