@@ -96,12 +96,13 @@ E2E_PKGS := ./test/...
 # call it from goroutines (extension, detect) run with it
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/' | grep -v '/detector$$')
 
-## test: vet, build k6 and the demo service, unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, actionlint, kubeconform, the short live harness) one package at a time
+## test: vet, build k6 and the demo service, unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the extension's ingest without -race (heap bound), every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, actionlint, kubeconform, the short live harness) one package at a time
 .PHONY: test
 test: vet build build-demo tools
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
 	cd demo && $(GO) test -race -count=1 -timeout 10m ./...
 	set -o pipefail; $(GO) test -count=1 -timeout 10m -v ./detector/ | grep -v -E '^(=== (RUN|PAUSE|CONT)|--- PASS|    --- PASS)'
+	set -o pipefail; $(GO) test -count=1 -timeout 5m -run '^TestIngestHourFlat$$' -v ./extension/ | grep -E '^(---|ok|FAIL|    soak_test)'
 	GO=$(GO) FUZZTIME=5s ./scripts/fuzz.sh
 	K6_BIN=$(CURDIR)/k6 DEMO_BIN=$(CURDIR)/bin/demo-service \
 	  ACTIONLINT_BIN=$(CURDIR)/$(ACTIONLINT) KUBECONFORM_BIN=$(CURDIR)/$(KUBECONFORM) \
@@ -124,6 +125,18 @@ fuzz:
 bench: build build-stock
 	$(GO) test -run '^$$' -bench . -benchmem ./detector/... ./extension/...
 	$(GO) run ./tools/k6bench -stock ./k6-stock -k6 $(K6) -pairs 6 -duration 4s
+
+## soak: k6 with and without the extension, SOAK_DURATION (default 30m) each at SOAK_RATE (10000) empty iterations/s, RSS sampled, then the slopes and the difference
+SOAK_DURATION ?= 30m
+SOAK_RATE ?= 10000
+.PHONY: soak soak-short
+soak: build build-stock
+	mkdir -p .cache
+	$(GO) run ./tools/k6soak -stock ./k6-stock -k6 $(K6) -duration $(SOAK_DURATION) -rate $(SOAK_RATE) -csv .cache/soak.csv
+
+## soak-short: the same for 2 minutes each, a quick check
+soak-short:
+	$(MAKE) soak SOAK_DURATION=2m
 
 ## accuracy: run `k6 x regime detect` over the JMH corpus and score it beside the reference techniques
 .PHONY: accuracy

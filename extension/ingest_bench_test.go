@@ -12,7 +12,7 @@ import (
 )
 
 // benchRun is a run state installed on a fresh registry, logging nowhere.
-func benchRun(b *testing.B) (*rootModule, *metrics.Registry, *metrics.BuiltinMetrics) {
+func benchRun(b testing.TB) (*rootModule, *metrics.Registry, *metrics.BuiltinMetrics) {
 	b.Helper()
 	registry := metrics.NewRegistry()
 	builtin := metrics.RegisterBuiltinMetrics(registry)

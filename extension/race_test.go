@@ -1,0 +1,5 @@
+//go:build race
+
+package extension
+
+const raceEnabled = true
