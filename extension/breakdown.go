@@ -3,7 +3,6 @@ package extension
 import (
 	"encoding/json"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -154,26 +153,8 @@ const (
 	teardownRow = "(teardown)"
 )
 
-func (b *breakdown) keyOf(s metrics.Sample, proto string) breakdownKey {
-	k := breakdownKey{proto: proto}
-	k.scenario, _ = s.Tags.Get(scenarioTag)
-	if k.scenario == "" {
-		// setup() and teardown() run outside every scenario; k6 marks
-		// them with a group (scenario names cannot hold parentheses)
-		switch g, _ := s.Tags.Get("group"); g {
-		case "::setup":
-			k.scenario = setupRow
-		case "::teardown":
-			k.scenario = teardownRow
-		}
-	}
-	k.phase, _ = s.Tags.Get("phase")
-	k.regime, _ = s.Tags.Get(regimeTag)
-	k.endpoint, _ = s.Tags.Get("endpoint")
-	if k.endpoint == "" {
-		k.endpoint, _ = s.Tags.Get("name")
-	}
-	return k
+func keyOf(t *sampleTags, proto string) breakdownKey {
+	return breakdownKey{proto: proto, scenario: t.row, phase: t.phase, regime: t.regime, endpoint: t.endpoint}
 }
 
 func (b *breakdown) cell(k breakdownKey) *requestCell {
@@ -196,42 +177,40 @@ func (b *breakdown) noteTime(t time.Time) {
 }
 
 // addLatency records one http_req_duration or grpc_req_duration sample.
-func (b *breakdown) addLatency(s metrics.Sample, proto string) {
+func (b *breakdown) addLatency(s metrics.Sample, t *sampleTags, proto string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.noteTime(s.Time)
-	k := b.keyOf(s, proto)
+	k := keyOf(t, proto)
 	b.capEndpoint(&k, true)
 	c := b.cell(k)
 	c.count++
 	c.hist.Record(s.Value)
-	if !requestFailed(s, proto) {
+	if !t.failed(proto) {
 		return
 	}
 	c.errors++
-	status, _ := s.Tags.Get("status")
 	if proto == "http" {
-		code, _ := strconv.Atoi(status)
 		switch {
-		case code == 0:
+		case t.code == 0:
 			c.noResponse++ // connection refused, reset, EOF, timeout
-		case code >= 500:
+		case t.code >= 500:
 			c.status5xx++
 		}
-	} else if status == "14" { // UNAVAILABLE: the service's overload answer
+	} else if t.status == "14" { // UNAVAILABLE: the service's overload answer
 		c.status5xx++
 	}
 }
 
 // addConnect records the connecting or TLS time of an HTTP request; a
 // positive value means the request opened a new connection.
-func (b *breakdown) addConnect(s metrics.Sample, tls bool) {
+func (b *breakdown) addConnect(s metrics.Sample, t *sampleTags, tls bool) {
 	if s.Value <= 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	k := b.keyOf(s, "http")
+	k := keyOf(t, "http")
 	b.capEndpoint(&k, false)
 	c := b.cell(k)
 	if tls {

@@ -23,7 +23,7 @@ func TestBreakdownSetupTeardownRows(t *testing.T) {
 		root.With("group", "").With("scenario", "load").With("phase", "gameplay").With(regimeTag, "steady"),
 		root.With("group", "::custom"), // no scenario, not setup or teardown: kept as it is
 	} {
-		bd.addLatency(metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.HTTPReqDuration, Tags: tags}, Value: 2}, "http")
+		bd.addLatency(metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.HTTPReqDuration, Tags: tags}, Value: 2}, readSampleTags(tags), "http")
 	}
 	counts := map[string]int64{}
 	for k, c := range bd.cells {
@@ -45,9 +45,9 @@ func TestBreakdownEndpointCap(t *testing.T) {
 	for i := range 1000 {
 		tags := root.With("name", fmt.Sprintf("http://127.0.0.1/users/%d", i%500))
 		s := metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.HTTPReqDuration, Tags: tags}, Value: 2}
-		bd.addLatency(s, "http")
+		bd.addLatency(s, readSampleTags(tags), "http")
 		s.Metric, s.Value = builtin.HTTPReqConnecting, 1
-		bd.addConnect(s, false)
+		bd.addConnect(s, readSampleTags(tags), false)
 	}
 	endpoints := map[string]int64{}
 	for k, c := range bd.cells {

@@ -47,6 +47,7 @@ type runState struct {
 	installOnce sync.Once
 	trackOnce   sync.Once
 	bd          *breakdown
+	tags        tagCache // the tag values of the samples' tag sets
 
 	samples   atomic.Pointer[chan<- metrics.SampleContainer]
 	pending   atomic.Bool
@@ -304,19 +305,21 @@ func (rs *runState) scenario(name string) *scenarioState {
 // ingest is called by k6's metrics engine goroutine for every sample of the
 // metrics the detection sinks are attached to, in batches every 50 ms.
 func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
-	switch kind {
-	case sinkConnect, sinkTLS:
-		rs.bd.addConnect(s, kind == sinkTLS)
-		return
-	case sinkTracked:
+	if kind == sinkTracked {
 		rs.bd.addTracked(s)
 		return
-	case sinkHTTP:
-		rs.bd.addLatency(s, "http")
-	case sinkGRPC:
-		rs.bd.addLatency(s, "grpc")
 	}
-	name, ok := s.Tags.Get(scenarioTag)
+	tags := rs.tags.get(s.Tags)
+	switch kind {
+	case sinkConnect, sinkTLS:
+		rs.bd.addConnect(s, tags, kind == sinkTLS)
+		return
+	case sinkHTTP:
+		rs.bd.addLatency(s, tags, "http")
+	case sinkGRPC:
+		rs.bd.addLatency(s, tags, "grpc")
+	}
+	name, ok := tags.scenario, tags.hasScenario
 	if !ok {
 		if kind == sinkIteration {
 			// requests of setup() and teardown() have no scenario either (their
@@ -326,27 +329,34 @@ func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
 		}
 		return
 	}
-	st := rs.scenario(name)
+	st := tags.st.Load()
+	if st == nil {
+		st = rs.scenario(name)
+		tags.st.Store(st)
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	switch kind {
 	case sinkHTTP:
-		st.recordRequest(s.Time, s.Value, requestFailed(s, "http"))
+		st.recordRequest(s.Time, s.Value, tags.failed("http"))
 	case sinkGRPC:
-		st.recordRequest(s.Time, s.Value, requestFailed(s, "grpc"))
+		st.recordRequest(s.Time, s.Value, tags.failed("grpc"))
 	}
 	if kind != sinkIteration && st.cfg.Input != inputRequest {
 		return
 	}
 	if kind == sinkIteration {
 		rs.ingested.Add(1)
-		idx, tag := st.account(s)
+		idx, tag := st.account(s, tags)
 		rs.eachObserver(func(o observer) { o.iteration(st.name, idx, tag, s.Time, s.Value) })
 		if st.cfg.Input == inputIteration && !st.frozen {
 			st.observe(rs, "", s.Time, s.Value)
 		}
 	} else if !st.frozen {
-		endpoint, _ := s.Tags.Get(st.cfg.EndpointTag)
+		endpoint := tags.endpointTag
+		if st.cfg.EndpointTag != "endpoint" {
+			endpoint, _ = s.Tags.Get(st.cfg.EndpointTag)
+		}
 		st.observe(rs, endpoint, s.Time, s.Value)
 	}
 	if st.coldCount != st.coldPushed {
@@ -356,7 +366,7 @@ func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
 
 // account adds a finished iteration to the distribution of the regime it
 // was tagged with. Callers hold st.mu.
-func (st *scenarioState) account(s metrics.Sample) (index int64, regime string) {
+func (st *scenarioState) account(s metrics.Sample, tags *sampleTags) (index int64, regime string) {
 	index = st.tagged[0].count + st.tagged[1].count + st.tagged[2].count + st.untagged
 	t := s.Time
 	if st.firstSeen.IsZero() || t.Before(st.firstSeen) {
@@ -365,7 +375,7 @@ func (st *scenarioState) account(s metrics.Sample) (index int64, regime string) 
 	if t.After(st.lastSeen) {
 		st.lastSeen = t
 	}
-	tag, ok := s.Tags.Get(regimeTag)
+	tag, ok := tags.regime, tags.hasRegime
 	st.recordIteration(t, s.Value, ok && tag == "steady")
 	if !ok {
 		st.untagged++

@@ -55,7 +55,8 @@ type scenarioState struct {
 	start     time.Time       // scenario start (from k6's scenario state)
 	baseTags  *metrics.TagSet // scenario tags (phase, run tags) for pushed samples
 	scopes    map[string]*endpointScope
-	order     []string // endpoint names in order of appearance
+	scopeList []*endpointScope // the same scopes, in order of creation
+	order     []string         // endpoint names in order of appearance
 	tagged    [3]regimeStats
 	untagged  int64
 	firstSeen time.Time
@@ -188,6 +189,7 @@ func (s *scenarioState) scopeFor(endpoint string, onTransition func(*endpointSco
 	}
 	sc.det = det
 	s.scopes[endpoint] = sc
+	s.scopeList = append(s.scopeList, sc)
 	s.order = append(s.order, endpoint)
 	return sc
 }
@@ -221,7 +223,7 @@ func (s *scenarioState) aggregateRegime() detector.Regime {
 		return detector.Cold
 	}
 	r := detector.Steady
-	for _, sc := range s.scopes {
+	for _, sc := range s.scopeList { // a slice: no map iteration per observation
 		if cur := sc.det.Regime(); cur < r {
 			r = cur
 		}

@@ -3,7 +3,6 @@ package extension
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -87,18 +86,6 @@ func (st *scenarioState) recordObservation(sc *endpointScope, end time.Time, ms 
 		sc.tb = newBuckets(st.bucketOrigin(start), max)
 	}
 	sc.tb.Record(start.UnixNano(), ms)
-}
-
-// requestFailed says whether an http_req_duration or grpc_req_duration
-// sample is a failed request, as the request breakdown counts errors: an
-// HTTP status of 0 (no response) or >= 400, a gRPC status other than OK.
-func requestFailed(s metrics.Sample, proto string) bool {
-	status, _ := s.Tags.Get("status")
-	if proto == "http" {
-		code, _ := strconv.Atoi(status)
-		return code == 0 || code >= 400
-	}
-	return status != "" && status != "0"
 }
 
 // settleConfig is the settled view's configuration for a scenario: its
