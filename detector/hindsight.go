@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sync"
 )
 
 // The end-of-run refinement (Hindsight) re-runs, on the whole series, the
@@ -42,9 +43,11 @@ import (
 // the end: CROPS runs PELT 10-250 times and PELT prunes little under this
 // cost (O(n²) per run at high penalties), so the segment costs, which do
 // not depend on the penalty, are computed once (n²/2 logarithms, 36 MB for
-// 3,000 points) and each run adds and compares; 0.27 s per corpus fork on
-// average here (1.06 s computing the costs in every run). Observe pays a
-// few nanoseconds.
+// 3,000 points, from a pool) and the runs CROPS needs in one round share
+// one pass over them; each run adds and compares. BenchmarkLabelStart: about
+// 0.12 s per corpus fork here (0.35 s with one dependent chain of minima
+// and a run at a time; 1.06 s computing the costs in every run). Observe
+// pays a few nanoseconds.
 const (
 	traceCap       = 4096
 	outlierWindow  = 200
@@ -120,7 +123,8 @@ func labelStart(x []float64, tol float64) int {
 	}
 	var p pelt
 	p.init(y)
-	cps := p.run(p.knee())
+	cps, _ := p.run(p.knee())
+	p.release()
 	// segment starts in x: 0, then the first observation after each
 	// changepoint's last inlier
 	starts := make([]int, 1, len(cps)+1)
@@ -192,28 +196,41 @@ func differs(a, b moment, tol float64) bool {
 	return meansDiffer(mb, rvb, ma, rva, tol, shiftZ)
 }
 
-// pelt holds the prefix sums of a series and PELT's work arrays.
+// pelt holds the prefix sums of a series, its segment costs and the work
+// arrays of the PELT runs under way.
 type pelt struct {
-	s, q   []float64
+	s, q []float64
+	runs int
+	// seg holds segCost(c, t) of every segment, row t from t(t-1)/2,
+	// column c: a cost does not depend on the penalty and CROPS runs PELT
+	// tens of times over the same series, so each (a logarithm) is computed
+	// once. n(n+1)/2 float64s: 36 MB for the corpus' 3,000 observations,
+	// 67 MB for a full trace (taken from segPool: a detect over the corpus
+	// refines thousands of series); nil for longer series, whose costs are
+	// computed as needed.
+	seg  []float64
+	pool *[]float64
+	// slot[i] is the state of the i-th run of a batch
+	slot []peltRun
+}
+
+// peltRun is one PELT run's state: its penalty, F and the last changepoint
+// of the best segmentation of every prefix, the candidates, their costs.
+type peltRun struct {
+	pen    float64
 	f      []float64
 	last   []int
 	r, r2  []int
 	cost   []float64
-	runs   int
-	ncp    int     // changepoints of the last run
+	cps    []int   // its changepoints, at the end
 	rawFit float64 // its unpenalised cost
-	// seg holds segCost(c, t) of every segment, row t from t(t-1)/2,
-	// column c: a cost does not depend on the penalty and CROPS runs PELT
-	// tens of times over the same series, so each (a logarithm) is computed
-	// once, and a run reads the row of t in order. n(n+1)/2 float64s: 36 MB
-	// for the corpus' 3,000 observations, 67 MB for a full trace; nil for
-	// longer series, whose costs are computed as needed.
-	seg []float64
 }
 
 // segCacheMax is the longest series whose segment costs are kept: a full
 // trace and its pending entry.
 const segCacheMax = traceCap + 1
+
+var segPool sync.Pool // *[]float64, cap segCacheMax*(segCacheMax+1)/2 at most
 
 func (p *pelt) init(y []float64) {
 	n := len(y)
@@ -223,10 +240,16 @@ func (p *pelt) init(y []float64) {
 		p.s[i+1] = p.s[i] + v
 		p.q[i+1] = p.q[i] + v*v
 	}
-	p.f = make([]float64, n+1)
-	p.last = make([]int, n+1)
 	if n <= segCacheMax {
-		p.seg = make([]float64, n*(n+1)/2)
+		// every entry that a run reads (c <= t-2) is written below, so a
+		// pooled buffer needs no clearing
+		size := n * (n + 1) / 2
+		buf, _ := segPool.Get().(*[]float64)
+		if buf == nil || cap(*buf) < size {
+			b := make([]float64, size)
+			buf = &b
+		}
+		p.pool, p.seg = buf, (*buf)[:size]
 		for t := 2; t <= n; t++ {
 			row := p.seg[t*(t-1)/2:][:t]
 			for c := range t - 1 { // segments of at least two observations
@@ -234,6 +257,14 @@ func (p *pelt) init(y []float64) {
 			}
 		}
 	}
+}
+
+// release returns the segment costs' buffer to the pool; p cannot run again.
+func (p *pelt) release() {
+	if p.pool != nil {
+		segPool.Put(p.pool)
+	}
+	p.pool, p.seg = nil, nil
 }
 
 // segCost: twice the negative maximised normal log-likelihood of y[a:b].
@@ -248,70 +279,161 @@ func (p *pelt) segCost(a, b int) float64 {
 }
 
 // run segments the series with penalty pen and returns the changepoints
-// (each the exclusive end of a segment, in increasing order).
-func (p *pelt) run(pen float64) []int {
-	p.runs++
+// (each the exclusive end of a segment, in increasing order) and the
+// unpenalised cost of that segmentation.
+func (p *pelt) run(pen float64) ([]int, float64) {
+	r := &p.batch([]float64{pen})[0]
+	return r.cps, r.rawFit
+}
+
+// batch runs PELT at each penalty of pens, in one pass over the segment
+// costs: the row of costs that ends at t is read once for all the runs
+// (the costs are 36 MB, read again by every run, for a corpus series), and
+// every run computes what it would alone. The results are p.slot[:len(pens)].
+func (p *pelt) batch(pens []float64) []peltRun {
 	n := len(p.s) - 1
-	f, last := p.f, p.last
-	f[0] = -pen
-	if n >= 1 {
-		f[1] = math.Inf(1)
+	for len(p.slot) < len(pens) {
+		p.slot = append(p.slot, peltRun{})
 	}
-	r := append(p.r[:0], 0)
+	runs := p.slot[:len(pens)]
+	for i := range runs {
+		p.runs++
+		runs[i].start(pens[i], n)
+	}
 	for t := 2; t <= n; t++ {
-		// F(t) = min over the candidates c of f[c] + cost(c, t) + pen; the
-		// first pass takes the least cost without a branch on the data
-		// (the comparisons of a data-dependent branch are half
-		// mispredicted), the second finds the first candidate that attains
-		// it (PELT's, and R's, choice on ties) and prunes
-		cost := slices.Grow(p.cost[:0], len(r))[:len(r)]
-		lo := math.Inf(1)
+		var row []float64
 		if p.seg != nil {
-			row := p.seg[t*(t-1)/2:][:t]
-			for i, c := range r {
-				v := math.Inf(1)
-				if t-c >= 2 {
-					v = f[c] + row[c]
-				}
-				cost[i] = v
-				lo = min(lo, v)
-			}
-		} else {
-			for i, c := range r {
-				v := math.Inf(1)
-				if t-c >= 2 {
-					v = f[c] + p.segCost(c, t)
-				}
-				cost[i] = v
-				lo = min(lo, v)
+			row = p.seg[t*(t-1)/2:][:t]
+		}
+		for i := range runs {
+			runs[i].step(p, t, row)
+		}
+	}
+	for i := range runs {
+		runs[i].finish(n)
+	}
+	return runs
+}
+
+func (r *peltRun) start(pen float64, n int) {
+	r.pen = pen
+	r.f = slices.Grow(r.f[:0], n+1)[:n+1]
+	r.last = slices.Grow(r.last[:0], n+1)[:n+1]
+	r.f[0], r.last[0] = -pen, 0
+	if n >= 1 {
+		r.f[1], r.last[1] = math.Inf(1), 0
+	}
+	r.r = append(r.r[:0], 0)
+}
+
+// step computes F(t) = min over the candidates c of f[c] + cost(c, t) +
+// pen, and prunes. Every candidate is at most t-2 (the newest, t-1, joins
+// after this step), so every segment c..t has the minimum length 2. The
+// first pass takes the least cost without a branch on the data and with
+// four independent minima (one chain of dependent comparisons was most of
+// the time of detect), the second finds the first candidate that attains
+// it (PELT's, and R's, choice on ties), the third prunes.
+func (r *peltRun) step(p *pelt, t int, row []float64) {
+	f, cands, pen := r.f, r.r, r.pen
+	cost := slices.Grow(r.cost[:0], len(cands))[:len(cands)]
+	r.cost = cost
+	lo := math.Inf(1)
+	switch {
+	case row == nil:
+		for i, c := range cands {
+			v := f[c] + p.segCost(c, t)
+			cost[i] = v
+			lo = min(lo, v)
+		}
+	case cands[0]+len(cands) == t-1:
+		// nothing pruned since cands[0] (the costly case): f and the row
+		// are read in order
+		lo = addMin(cost, f[cands[0]:t-1], row[cands[0]:t-1])
+	default:
+		lo = gatherAddMin(cost, cands, f, row)
+	}
+	// rounding is monotonic, so min(cost) + pen = min(cost + pen)
+	best, arg := lo+pen, 0
+	if !math.IsInf(lo, 1) {
+		for i, v := range cost {
+			if v+pen == best {
+				arg = cands[i]
+				break
 			}
 		}
-		p.cost = cost
-		// rounding is monotonic, so min(cost) + pen = min(cost + pen)
-		best, arg, found := lo+pen, 0, math.IsInf(lo, 1)
-		r2 := p.r2[:0]
-		for i, c := range r {
-			if !found && cost[i]+pen == best {
-				arg, found = c, true
-			}
-			// prune c once it can never start the last segment again
-			if t-c < 2 || cost[i] <= best {
-				r2 = append(r2, c)
-			}
+	}
+	// prune the candidates that can never start the last segment again
+	// (f[c] + cost(c, t) > F(t)); written so that the compiler keeps no
+	// branch on the data
+	r2 := slices.Grow(r.r2[:0], len(cands)+1)[:len(cands)+1]
+	k := 0
+	for i, c := range cands {
+		r2[k] = c
+		if cost[i] <= best {
+			k++
 		}
-		f[t], last[t] = best, arg
-		r2 = append(r2, t-1)
-		p.r, p.r2 = r2, r
-		r = r2
 	}
-	var cps []int
-	for t := last[n]; t > 0; t = last[t] {
-		cps = append(cps, t)
+	f[t], r.last[t] = best, arg
+	r2[k] = t - 1
+	r.r, r.r2 = r2[:k+1], cands
+}
+
+func (r *peltRun) finish(n int) {
+	r.cps = r.cps[:0]
+	for t := r.last[n]; t > 0; t = r.last[t] {
+		r.cps = append(r.cps, t)
 	}
-	slices.Reverse(cps)
-	p.ncp = len(cps)
-	p.rawFit = f[n] - pen*float64(len(cps))
-	return cps
+	slices.Reverse(r.cps)
+	r.rawFit = r.f[n] - r.pen*float64(len(r.cps))
+}
+
+// addMin sets dst[i] = a[i] + b[i] and returns the least (+Inf for none);
+// eight running minima, so that the comparisons do not wait on each other.
+// No value is NaN (the costs are finite, f is finite or +Inf), so the order
+// of the comparisons cannot change the result.
+func addMin(dst, a, b []float64) float64 {
+	inf := math.Inf(1)
+	l0, l1, l2, l3, l4, l5, l6, l7 := inf, inf, inf, inf, inf, inf, inf, inf
+	n := len(dst)
+	a, b = a[:n], b[:n]
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		x, y, d := a[i:i+8], b[i:i+8], dst[i:i+8]
+		v0, v1, v2, v3 := x[0]+y[0], x[1]+y[1], x[2]+y[2], x[3]+y[3]
+		v4, v5, v6, v7 := x[4]+y[4], x[5]+y[5], x[6]+y[6], x[7]+y[7]
+		d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = v0, v1, v2, v3, v4, v5, v6, v7
+		l0, l1, l2, l3 = min(l0, v0), min(l1, v1), min(l2, v2), min(l3, v3)
+		l4, l5, l6, l7 = min(l4, v4), min(l5, v5), min(l6, v6), min(l7, v7)
+	}
+	for ; i < n; i++ {
+		v := a[i] + b[i]
+		dst[i] = v
+		l0 = min(l0, v)
+	}
+	return min(min(l0, l1, l2, l3), min(l4, l5, l6, l7))
+}
+
+// gatherAddMin is addMin over the candidates r: dst[i] = f[r[i]] + row[r[i]].
+func gatherAddMin(dst []float64, r []int, f, row []float64) float64 {
+	inf := math.Inf(1)
+	l0, l1, l2, l3, l4, l5, l6, l7 := inf, inf, inf, inf, inf, inf, inf, inf
+	n := len(dst)
+	r = r[:n]
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		c, d := r[i:i+8], dst[i:i+8]
+		v0, v1, v2, v3 := f[c[0]]+row[c[0]], f[c[1]]+row[c[1]], f[c[2]]+row[c[2]], f[c[3]]+row[c[3]]
+		v4, v5, v6, v7 := f[c[4]]+row[c[4]], f[c[5]]+row[c[5]], f[c[6]]+row[c[6]], f[c[7]]+row[c[7]]
+		d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = v0, v1, v2, v3, v4, v5, v6, v7
+		l0, l1, l2, l3 = min(l0, v0), min(l1, v1), min(l2, v2), min(l3, v3)
+		l4, l5, l6, l7 = min(l4, v4), min(l5, v5), min(l6, v6), min(l7, v7)
+	}
+	for ; i < n; i++ {
+		v := f[r[i]] + row[r[i]]
+		dst[i] = v
+		l0 = min(l0, v)
+	}
+	return min(min(l0, l1, l2, l3), min(l4, l5, l6, l7))
 }
 
 type cropsPoint struct {
@@ -328,35 +450,83 @@ func (p *pelt) knee() float64 {
 	if n < 4 {
 		return cropsMinFactor * math.Log(max(n, 2))
 	}
+	return kneeOf(p.crops(), n)
+}
+
+// crops returns the points (penalty, changepoints, unpenalised cost) of
+// the PELT runs CROPS makes over [cropsMinFactor, cropsMaxFactor]·ln n,
+// in the order they were run. CROPS is run breadth first: the penalties
+// that the intervals of one round need are run in one batch. Each
+// interval's outcome depends only on its ends, so the penalties run are
+// those of CROPS' usual depth-first order (unless cropsMaxRuns stops it
+// first).
+func (p *pelt) crops() []cropsPoint {
+	n := float64(len(p.s) - 1)
 	var pts []cropsPoint
-	at := func(pen float64) cropsPoint {
+	find := func(pen float64) (cropsPoint, bool) {
 		for _, c := range pts {
 			if c.pen == pen {
-				return c
+				return c, true
 			}
 		}
-		p.run(pen)
-		c := cropsPoint{pen, p.ncp, p.rawFit}
-		pts = append(pts, c)
+		return cropsPoint{}, false
+	}
+	// ensure runs, in one batch, the penalties of pens not run yet
+	var todoPens []float64
+	ensure := func(pens ...float64) {
+		todoPens = todoPens[:0]
+		for _, pen := range pens {
+			if _, ok := find(pen); !ok && !slices.Contains(todoPens, pen) {
+				todoPens = append(todoPens, pen)
+			}
+		}
+		if len(todoPens) == 0 {
+			return
+		}
+		for _, r := range p.batch(todoPens) {
+			pts = append(pts, cropsPoint{r.pen, len(r.cps), r.rawFit})
+		}
+	}
+	at := func(pen float64) cropsPoint {
+		c, _ := find(pen)
 		return c
 	}
-	type interval struct{ a, b float64 }
-	todo := []interval{{cropsMinFactor * math.Log(n), cropsMaxFactor * math.Log(n)}}
-	for len(todo) > 0 && p.runs < cropsMaxRuns {
-		v := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		a, b := at(v.a), at(v.b)
-		if a.ncp <= b.ncp+1 {
-			continue
+	type interval struct{ a, b, lam float64 }
+	lo, hi := cropsMinFactor*math.Log(n), cropsMaxFactor*math.Log(n)
+	ensure(lo, hi)
+	round := []interval{{a: lo, b: hi}}
+	for len(round) > 0 && p.runs < cropsMaxRuns {
+		var lams []float64
+		open := round[:0]
+		for _, v := range round {
+			a, b := at(v.a), at(v.b)
+			if a.ncp <= b.ncp+1 {
+				continue
+			}
+			lam := (b.rawFit - a.rawFit) / float64(a.ncp-b.ncp)
+			if !(v.a < lam && lam < v.b) {
+				continue
+			}
+			v.lam = lam
+			open = append(open, v)
+			lams = append(lams, lam)
 		}
-		lam := (b.rawFit - a.rawFit) / float64(a.ncp-b.ncp)
-		if !(v.a < lam && lam < v.b) {
-			continue
+		// the depth-first order stops at cropsMaxRuns runs: so does this
+		lams = lams[:min(len(lams), max(cropsMaxRuns-p.runs, 0))]
+		ensure(lams...)
+		var next []interval
+		for _, v := range open {
+			if l, ok := find(v.lam); ok && l.ncp != at(v.b).ncp {
+				next = append(next, interval{a: v.a, b: v.lam}, interval{a: v.lam, b: v.b})
+			}
 		}
-		if l := at(lam); l.ncp != b.ncp {
-			todo = append(todo, interval{v.a, lam}, interval{lam, v.b})
-		}
+		round = next
 	}
+	return pts
+}
+
+// kneeOf returns the penalty at the knee of the CROPS points pts.
+func kneeOf(pts []cropsPoint, n float64) float64 {
 	slices.SortFunc(pts, func(a, b cropsPoint) int {
 		switch {
 		case a.pen < b.pen:

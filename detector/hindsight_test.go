@@ -1,8 +1,12 @@
 package detector
 
 import (
+	"cmp"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -273,6 +277,42 @@ func referencePELT(p *pelt, pen float64) ([]int, float64) {
 	return cps, f[n] - pen*float64(len(cps))
 }
 
+// referenceCROPS is CROPS as the labels run it: depth first, one PELT run
+// at a time (referencePELT), each penalty once.
+func referenceCROPS(p *pelt) []cropsPoint {
+	n := float64(len(p.s) - 1)
+	var pts []cropsPoint
+	at := func(pen float64) cropsPoint {
+		for _, c := range pts {
+			if c.pen == pen {
+				return c
+			}
+		}
+		cps, fit := referencePELT(p, pen)
+		c := cropsPoint{pen, len(cps), fit}
+		pts = append(pts, c)
+		return c
+	}
+	type interval struct{ a, b float64 }
+	todo := []interval{{cropsMinFactor * math.Log(n), cropsMaxFactor * math.Log(n)}}
+	for len(todo) > 0 {
+		v := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		a, b := at(v.a), at(v.b)
+		if a.ncp <= b.ncp+1 {
+			continue
+		}
+		lam := (b.rawFit - a.rawFit) / float64(a.ncp-b.ncp)
+		if !(v.a < lam && lam < v.b) {
+			continue
+		}
+		if l := at(lam); l.ncp != b.ncp {
+			todo = append(todo, interval{v.a, lam}, interval{lam, v.b})
+		}
+	}
+	return pts
+}
+
 // TestPELTCachedExact: the cached costs and the two-pass candidate loop
 // give the changepoints and fit of the reference loop bit for bit, on
 // steps, noise and ties (repeated values: many segments of equal cost),
@@ -307,15 +347,44 @@ func TestPELTCachedExact(t *testing.T) {
 		for _, pen := range []float64{2, 4 * math.Log(n), 15 * math.Log(n), 300, 1e5 * math.Log(n)} {
 			wantCps, wantFit := referencePELT(&p, pen)
 			for _, q := range []*pelt{&p, &nc} {
-				got := q.run(pen)
+				got, fit := q.run(pen)
 				require.Equal(t, wantCps, append([]int{}, got...), "%s pen %g", name, pen)
-				require.Equal(t, math.Float64bits(wantFit), math.Float64bits(q.rawFit), "%s pen %g", name, pen)
+				require.Equal(t, math.Float64bits(wantFit), math.Float64bits(fit), "%s pen %g", name, pen)
 			}
 		}
 		require.Equal(t, p.knee(), nc.knee(), name)
+		want := referenceCROPS(&p)
+		got := p.crops()
+		sortPts := func(a, b cropsPoint) int { return cmp.Compare(a.pen, b.pen) }
+		slices.SortFunc(want, sortPts)
+		slices.SortFunc(got, sortPts)
+		require.Equal(t, want, got, "%s: the batched, breadth-first CROPS runs the penalties of the depth-first one", name)
 	}
 	long := make([]float64, segCacheMax+1)
 	var p pelt
 	p.init(long)
 	require.Nil(t, p.seg, "no cache beyond segCacheMax")
+}
+
+// BenchmarkLabelStart: the labels' procedure (outliers, segment costs,
+// CROPS, PELT at the knee, walk-back) on corpus forks, 8 per op, the unit
+// of `k6 x regime detect` over the corpus.
+func BenchmarkLabelStart(b *testing.B) {
+	dir := corpusDir(b)
+	files, err := filepath.Glob(filepath.Join(dir, "series", "*.csv.gz"))
+	require.NoError(b, err)
+	require.NotEmpty(b, files)
+	var forks [][]float64
+	for _, f := range files[:min(len(files), 4)] {
+		m := readCorpusFile(b, f)
+		for _, k := range slices.Sorted(maps.Keys(m))[:2] {
+			forks = append(forks, m[k])
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, x := range forks {
+			labelStart(x, 0.05)
+		}
+	}
 }
