@@ -126,13 +126,13 @@ bench: build build-stock
 	$(GO) test -run '^$$' -bench . -benchmem ./detector/... ./extension/...
 	$(GO) run ./tools/k6bench -stock ./k6-stock -k6 $(K6) -pairs 6 -duration 4s
 
-## soak: k6 with and without the extension, SOAK_DURATION (default 30m) each at SOAK_RATE (10000) empty iterations/s, RSS sampled, then the slopes and the difference
+## soak: k6 with and without the extension, SOAK_DURATION (default 30m) each at SOAK_RATE (10000) empty iterations/s, RSS sampled, then the slopes and the difference; the extension's results folder in .cache/soak-results, its size and report.html's draw time in Chromium
 SOAK_DURATION ?= 30m
 SOAK_RATE ?= 10000
 .PHONY: soak soak-short
 soak: build build-stock
 	mkdir -p .cache
-	$(GO) run ./tools/k6soak -stock ./k6-stock -k6 $(K6) -duration $(SOAK_DURATION) -rate $(SOAK_RATE) -csv .cache/soak.csv
+	$(GO) run ./tools/k6soak -stock ./k6-stock -k6 $(K6) -duration $(SOAK_DURATION) -rate $(SOAK_RATE) -csv .cache/soak.csv -results .cache/soak-results
 
 ## soak-short: the same for 2 minutes each, a quick check
 soak-short:

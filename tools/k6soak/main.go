@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +40,14 @@ regime.configure(options, {});
 export default function () {}
 `
 
+// saveSummary is appended to extScript when -results is set: the run's
+// results folder, report.html included, as a user's handleSummary writes it.
+const saveSummary = `export function handleSummary() {
+  regime.saveResults({ dir: %q, required: true });
+  return {};
+}
+`
+
 // sample is one RSS reading, t seconds after the start.
 type sample struct {
 	t   float64
@@ -46,11 +56,13 @@ type sample struct {
 
 func main() {
 	stock := flag.String("stock", "./k6-stock", "stock k6 binary (same k6 version, no extension)")
-	ext := flag.String("k6", "./k6", "k6 binary with the extension")
+	extBin := flag.String("k6", "./k6", "k6 binary with the extension")
 	dur := flag.Duration("duration", 30*time.Minute, "duration of each run (10s..2h)")
 	rate := flag.Int("rate", 10_000, "iterations per second (1..100000)")
 	every := flag.Duration("sample", 5*time.Second, "RSS sampling interval (100ms..1m)")
 	csvPath := flag.String("csv", "", "write every RSS sample to this CSV file (binary,seconds,rss_mib)")
+	resDir := flag.String("results", "", "save the extension run's results folder under this directory and print the size of its files and report.html's draw time in Chromium")
+	chromium := flag.String("chromium", "auto", "headless Chromium for the draw time: a path, auto (chromium on PATH) or none")
 	flag.Parse()
 	switch {
 	case *dur < 10*time.Second || *dur > 2*time.Hour:
@@ -66,9 +78,21 @@ func main() {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	d := dur.String()
+	ext := fmt.Sprintf(extScript, *rate, d)
+	if *resDir != "" {
+		abs, err := filepath.Abs(*resDir)
+		if err != nil {
+			fail(fmt.Errorf("-results: %w", err))
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			fail(fmt.Errorf("-results: %w", err))
+		}
+		*resDir = abs
+		ext += fmt.Sprintf(saveSummary, abs)
+	}
 	runs := []struct{ name, bin, script string }{
 		{"stock", *stock, write(dir, "stock.js", fmt.Sprintf(stockScript, *rate, d))},
-		{"extension", *ext, write(dir, "ext.js", fmt.Sprintf(extScript, *rate, d))},
+		{"extension", *extBin, write(dir, "ext.js", ext)},
 	}
 	fmt.Printf("soak: constant-arrival-rate %d empty iterations/s for %s, each binary in turn; RSS every %s\n\n", *rate, d, *every)
 	fmt.Printf("%-10s %12s %12s %12s %14s %12s\n", "binary", "RSS@30s MiB", "end MiB", "peak MiB", "slope MiB/min", "it/s")
@@ -85,6 +109,9 @@ func main() {
 	s, e := res["stock"], res["extension"]
 	fmt.Printf("\nextension - stock: %+.1f MiB at the end, %+.1f MiB at the peak, slope %+.3f MiB/min over the second half\n",
 		e[len(e)-1].rss-s[len(s)-1].rss, peak(e)-peak(s), slope(e)-slope(s))
+	if *resDir != "" {
+		reportFiles(*resDir, *chromium)
+	}
 	if *csvPath != "" {
 		var b strings.Builder
 		b.WriteString("binary,seconds,rss_mib\n")
@@ -230,4 +257,76 @@ func write(dir, name, content string) string {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "k6soak:", err)
 	os.Exit(1)
+}
+
+// reportFiles prints the sizes of the newest results folder under dir and,
+// with a Chromium, report.html's draw time: the data-drawn-ms its script
+// sets (from the start of navigation to the plots drawn), median of 3.
+func reportFiles(dir, chromium string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		fail(fmt.Errorf("-results: %w", err))
+	}
+	var run string
+	var newest time.Time
+	for _, e := range ents {
+		info, err := e.Info()
+		if err == nil && e.IsDir() && info.ModTime().After(newest) {
+			run, newest = filepath.Join(dir, e.Name()), info.ModTime()
+		}
+	}
+	if run == "" {
+		fail(fmt.Errorf("-results: the extension's run wrote no folder under %s", dir))
+	}
+	fmt.Printf("\nresults folder %s:\n", run)
+	for _, name := range []string{"summary.json", "windows.csv", "report.html"} {
+		if info, err := os.Stat(filepath.Join(run, name)); err == nil {
+			fmt.Printf("  %-13s %10.1f KiB\n", name, float64(info.Size())/1024)
+		}
+	}
+	var total int64
+	_ = filepath.WalkDir(run, func(_ string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			if info, err := e.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	fmt.Printf("  %-13s %10.1f KiB\n", "whole folder", float64(total)/1024)
+	if chromium == "auto" {
+		chromium = ""
+		for _, c := range []string{"chromium", "chromium-browser"} {
+			if p, err := exec.LookPath(c); err == nil {
+				chromium = p
+				break
+			}
+		}
+		if chromium == "" {
+			fmt.Println("  report.html draw time: no chromium on PATH (-chromium PATH)")
+			return
+		}
+	}
+	if chromium == "none" {
+		return
+	}
+	re := regexp.MustCompile(`data-drawn-ms="([0-9.]+)"`)
+	var ms []float64
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		out, err := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+			"--dump-dom", "file://"+filepath.Join(run, "report.html")).Output()
+		cancel()
+		if err != nil {
+			fail(fmt.Errorf("%s --dump-dom report.html: %w", chromium, err))
+		}
+		m := re.FindSubmatch(out)
+		if m == nil {
+			fail(fmt.Errorf("report.html in %s: no data-drawn-ms (its script did not finish)", chromium))
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		ms = append(ms, v)
+	}
+	slices.Sort(ms)
+	fmt.Printf("  report.html drawn in Chromium: %.0f ms (median of 3; %.0f-%.0f)\n", ms[1], ms[0], ms[2])
 }
