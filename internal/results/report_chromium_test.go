@@ -105,3 +105,27 @@ func TestReportInChromium(t *testing.T) {
 }
 
 func near(a, b uint32) bool { return a+2 >= b && b+2 >= a }
+
+// TestReportBoundedInChromium: the report of a long run (a million
+// iterations, as many windows as the extension keeps, 20,000) stays under
+// 5 MiB and Chromium draws it; the draw time its script records (from the
+// start of navigation) is logged, not asserted (a timing on a shared
+// machine; make soak reports it for real runs).
+func TestReportBoundedInChromium(t *testing.T) {
+	t.Parallel()
+	bin := chromium(t)
+	dir := t.TempDir()
+	run := synthRun(1_000_000, DefaultSeriesLimit, 12)
+	require.Len(t, run.Windows, 20_000)
+	require.NoError(t, run.WriteDir(dir, WriteOptions{Report: true}))
+	path := filepath.Join(dir, ReportFile)
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Less(t, info.Size(), int64(5<<20), "report.html of a long run")
+
+	dom := string(runChromium(t, bin, "--dump-dom", "file://"+path))
+	require.Contains(t, dom, `data-rendered="1"`, "the report's script ran")
+	m := regexp.MustCompile(`data-drawn-ms="([0-9.]+)"`).FindStringSubmatch(dom)
+	require.NotNil(t, m, "the script records its draw time")
+	t.Logf("report.html %.0f KiB, drawn %s ms after navigation start", float64(info.Size())/1024, m[1])
+}
