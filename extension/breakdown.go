@@ -85,10 +85,10 @@ func (b *breakdown) setLogger(l logrus.FieldLogger) {
 
 // capEndpoint maps an endpoint beyond its scenario's cap to otherEndpoint
 // and counts it (request: a latency sample, one request). Callers hold b.mu.
-func (b *breakdown) capEndpoint(k *breakdownKey, request bool) {
+func (b *breakdown) capEndpoint(k *breakdownKey, request bool) (own bool) {
 	set := b.endpoints[k.scenario]
 	if _, ok := set[k.endpoint]; ok {
-		return
+		return true
 	}
 	limit := defaultMaxEndpoints
 	if b.maxEndpoints != nil {
@@ -102,7 +102,7 @@ func (b *breakdown) capEndpoint(k *breakdownKey, request bool) {
 	}
 	if len(set) < limit {
 		set[k.endpoint] = struct{}{}
-		return
+		return true
 	}
 	o := b.over[k.scenario]
 	if o == nil {
@@ -120,6 +120,7 @@ func (b *breakdown) capEndpoint(k *breakdownKey, request bool) {
 		o.requests++
 	}
 	k.endpoint = otherEndpoint
+	return false
 }
 
 // endpointLimit reports what went beyond a scenario's cap (nil when nothing).
@@ -157,6 +158,27 @@ func keyOf(t *sampleTags, proto string) breakdownKey {
 	return breakdownKey{proto: proto, scenario: t.row, phase: t.phase, regime: t.regime, endpoint: t.endpoint}
 }
 
+// cellOf returns the row of a request sample with tags t: the one kept in
+// t once its endpoint has a row of its own (a tag set's row never changes
+// then), else found by key and the endpoint cap (which counts the requests
+// of endpoints beyond it). Callers hold b.mu.
+func (b *breakdown) cellOf(t *sampleTags, proto string, request bool) *requestCell {
+	i := 0
+	if proto == "grpc" {
+		i = 1
+	}
+	if c := t.cells[i]; c != nil {
+		return c
+	}
+	k := keyOf(t, proto)
+	own := b.capEndpoint(&k, request)
+	c := b.cell(k)
+	if own {
+		t.cells[i] = c
+	}
+	return c
+}
+
 func (b *breakdown) cell(k breakdownKey) *requestCell {
 	c := b.cells[k]
 	if c == nil {
@@ -181,9 +203,7 @@ func (b *breakdown) addLatency(s metrics.Sample, t *sampleTags, proto string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.noteTime(s.Time)
-	k := keyOf(t, proto)
-	b.capEndpoint(&k, true)
-	c := b.cell(k)
+	c := b.cellOf(t, proto, true)
 	c.count++
 	c.hist.Record(s.Value)
 	if !t.failed(proto) {
@@ -210,9 +230,7 @@ func (b *breakdown) addConnect(s metrics.Sample, t *sampleTags, tls bool) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	k := keyOf(t, "http")
-	b.capEndpoint(&k, false)
-	c := b.cell(k)
+	c := b.cellOf(t, "http", false)
 	if tls {
 		c.tlsMs += s.Value
 		return

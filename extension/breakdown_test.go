@@ -40,25 +40,38 @@ func TestBreakdownEndpointCap(t *testing.T) {
 	registry := metrics.NewRegistry()
 	builtin := metrics.RegisterBuiltinMetrics(registry)
 	root := registry.RootTagSet().With("scenario", "load").With("status", "200").With(regimeTag, "steady")
-	bd := newBreakdown()
-	bd.setMaxEndpoints(func(string) int { return 10 })
-	for i := range 1000 {
-		tags := root.With("name", fmt.Sprintf("http://127.0.0.1/users/%d", i%500))
-		s := metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.HTTPReqDuration, Tags: tags}, Value: 2}
-		bd.addLatency(s, readSampleTags(tags), "http")
-		s.Metric, s.Value = builtin.HTTPReqConnecting, 1
-		bd.addConnect(s, readSampleTags(tags), false)
+	// each tag set read afresh, and through the run's cache (which keeps
+	// the row of a tag set whose endpoint has its own): the same rows
+	var cache tagCache
+	for name, get := range map[string]func(*metrics.TagSet) *sampleTags{"uncached": readSampleTags, "cached": cache.get} {
+		bd := newBreakdown()
+		bd.setMaxEndpoints(func(string) int { return 10 })
+		for i := range 1000 {
+			tags := root.With("name", fmt.Sprintf("http://127.0.0.1/users/%d", i%500))
+			s := metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.HTTPReqDuration, Tags: tags}, Value: 2}
+			bd.addLatency(s, get(tags), "http")
+			s.Metric, s.Value = builtin.HTTPReqConnecting, 1
+			bd.addConnect(s, get(tags), false)
+		}
+		endpoints := map[string]int64{}
+		conns := map[string]int64{}
+		for k, c := range bd.cells {
+			endpoints[k.endpoint] += c.count
+			conns[k.endpoint] += c.newConns
+		}
+		require.Len(t, endpoints, 11, "%s: 10 endpoints and (other)", name)
+		require.EqualValues(t, 980, endpoints[otherEndpoint], name)
+		require.EqualValues(t, 980, conns[otherEndpoint], name)
+		for i := range 10 {
+			ep := fmt.Sprintf("http://127.0.0.1/users/%d", i)
+			require.EqualValues(t, 2, endpoints[ep], "%s %s", name, ep)
+			require.EqualValues(t, 2, conns[ep], "%s %s", name, ep)
+		}
+		lim := bd.endpointLimit("load")
+		require.Equal(t, 490, lim.Values, name)
+		require.True(t, lim.ValuesExact, name)
+		require.EqualValues(t, 980, lim.Requests, name)
+		require.Len(t, lim.Examples, 5, name)
+		require.Nil(t, bd.endpointLimit("other-scenario"), name)
 	}
-	endpoints := map[string]int64{}
-	for k, c := range bd.cells {
-		endpoints[k.endpoint] += c.count
-	}
-	require.Len(t, endpoints, 11, "10 endpoints and (other)")
-	require.EqualValues(t, 980, endpoints[otherEndpoint])
-	lim := bd.endpointLimit("load")
-	require.Equal(t, 490, lim.Values)
-	require.True(t, lim.ValuesExact)
-	require.EqualValues(t, 980, lim.Requests)
-	require.Len(t, lim.Examples, 5)
-	require.Nil(t, bd.endpointLimit("other-scenario"))
 }

@@ -38,6 +38,8 @@ const (
 type recorder struct {
 	mu             sync.Mutex
 	scenarios      map[string]*recordedScenario
+	lastName       string            // the scenario of the last iteration,
+	lastScenario   *recordedScenario // and its record (most runs have one or two)
 	windows        []results.WindowRow
 	windowsDropped int64
 	windowStride   int64 // the windows kept are those whose Seq is a multiple (1 until the first thinning)
@@ -69,7 +71,11 @@ func (r *recorder) setSeriesLimit(n int) {
 }
 
 func (r *recorder) scenario(name string) *recordedScenario {
+	if r.lastScenario != nil && r.lastName == name {
+		return r.lastScenario
+	}
 	sc := r.scenarios[name]
+	defer func() { r.lastName, r.lastScenario = name, sc }()
 	if sc == nil {
 		sc = &recordedScenario{series: results.NewIterSeries(r.seriesLimit)}
 		r.scenarios[name] = sc
@@ -105,11 +111,11 @@ func (r *recorder) iteration(scenario string, index int64, regime string, end ti
 	if sc.first[ri] == 0 || startMs < sc.first[ri] {
 		sc.first[ri] = startMs
 	}
-	sc.last[ri] = math.Max(sc.last[ri], endMs)
+	sc.last[ri] = max(sc.last[ri], endMs) // the builtin: math.Max is a call here
 	if r.first == 0 || startMs < r.first {
 		r.first = startMs
 	}
-	r.last = math.Max(r.last, endMs)
+	r.last = max(r.last, endMs)
 }
 
 func (r *recorder) window(scenario, endpoint string, w detector.Window) {

@@ -414,11 +414,15 @@ func (rs *runState) regimeHistograms(fn func(scenario string, r detector.Regime,
 // observe feeds one value to an endpoint's detector and publishes the
 // scenario's regime for new iterations. Callers hold st.mu.
 func (st *scenarioState) observe(rs *runState, endpoint string, t time.Time, v float64) {
-	sc, ok := st.scopes[endpoint]
-	if !ok {
-		sc = st.scopeFor(endpoint, rs.onTransition(st), func(ep string, w detector.Window) {
-			rs.eachObserver(func(o observer) { o.window(st.name, ep, w) })
-		})
+	sc := st.lastScope
+	if sc == nil || st.lastEndpoint != endpoint {
+		var ok bool
+		if sc, ok = st.scopes[endpoint]; !ok {
+			sc = st.scopeFor(endpoint, rs.onTransition(st), func(ep string, w detector.Window) {
+				rs.eachObserver(func(o observer) { o.window(st.name, ep, w) })
+			})
+		}
+		st.lastEndpoint, st.lastScope = endpoint, sc
 	}
 	sc.det.Observe(t.UnixNano(), v)
 	st.recordObservation(sc, t, v)

@@ -56,11 +56,15 @@ type scenarioState struct {
 	baseTags  *metrics.TagSet // scenario tags (phase, run tags) for pushed samples
 	scopes    map[string]*endpointScope
 	scopeList []*endpointScope // the same scopes, in order of creation
-	order     []string         // endpoint names in order of appearance
-	tagged    [3]regimeStats
-	untagged  int64
-	firstSeen time.Time
-	lastSeen  time.Time
+	// the endpoint of the last observation and its scope (an endpoint's
+	// scope never changes: its own, or (other) once the cap is reached)
+	lastEndpoint string
+	lastScope    *endpointScope
+	order        []string // endpoint names in order of appearance
+	tagged       [3]regimeStats
+	untagged     int64
+	firstSeen    time.Time
+	lastSeen     time.Time
 
 	coldSumMs, coldPushedMs float64
 	coldCount, coldPushed   int64

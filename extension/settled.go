@@ -72,12 +72,15 @@ func (st *scenarioState) recordRequest(end time.Time, ms float64, failed bool) {
 
 // recordObservation keeps one observation of a scope. Callers hold st.mu.
 func (st *scenarioState) recordObservation(sc *endpointScope, end time.Time, ms float64) {
-	start := end.Add(-time.Duration(ms * float64(time.Millisecond)))
 	if sc.name == "" && st.cfg.Input == inputIteration {
-		// the scenario's detector judges its iterations: the same series
-		sc.tb = st.iterationBuckets(start)
+		// the scenario's detector judges its iterations: the same series,
+		// which recordIteration keeps
+		if sc.tb == nil {
+			sc.tb = st.iterationBuckets(end.Add(-time.Duration(ms * float64(time.Millisecond))))
+		}
 		return
 	}
+	start := end.Add(-time.Duration(ms * float64(time.Millisecond)))
 	if sc.tb == nil {
 		max := detector.DefaultMaxBuckets
 		if sc.name != "" {

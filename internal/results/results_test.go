@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -320,4 +321,37 @@ func BenchmarkSummaryAndReport(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestMedian32MatchesSort: the selection gives the median a sort gives, on
+// distinct, tied and ordered values, odd and even counts.
+func TestMedian32MatchesSort(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	sorted := func(v []float32) float32 {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		n := len(s)
+		if n%2 == 1 {
+			return s[n/2]
+		}
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	for n := 1; n <= 300; n++ {
+		for _, gen := range []func(int) float32{
+			func(int) float32 { return float32(rng.Float64() * 100) },
+			func(int) float32 { return float32(rng.IntN(3)) }, // ties
+			func(i int) float32 { return float32(i) },         // ascending
+			func(i int) float32 { return float32(n - i) },     // descending
+			func(int) float32 { return 7 },                    // all equal
+		} {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = gen(i)
+			}
+			want := sorted(v)
+			require.Equal(t, want, median32(v), "n %d %v", n, v)
+		}
+	}
+	require.Zero(t, median32(nil))
 }

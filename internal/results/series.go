@@ -106,17 +106,55 @@ func majority(counts [4]int32) uint8 {
 	return best
 }
 
-// median32 sorts vals in place and returns their median.
+// median32 returns the median of vals, reordering them: the value a sort
+// would give, by selection (linear time; a bucket closes on k6's metrics
+// goroutine, where sorting it was a tenth of the per-iteration cost).
 func median32(vals []float32) float32 {
-	if len(vals) == 0 {
+	n := len(vals)
+	if n == 0 {
 		return 0
 	}
-	slices.Sort(vals)
-	n := len(vals)
+	hi := selectK(vals, n/2)
 	if n%2 == 1 {
-		return vals[n/2]
+		return hi
 	}
-	return (vals[n/2-1] + vals[n/2]) / 2
+	// selectK left the n/2 smallest values before index n/2
+	return (slices.Max(vals[:n/2]) + hi) / 2
+}
+
+// selectK reorders a so that a[k] is the value a sort would put there,
+// with no greater value before it and no smaller one after, and returns
+// it. Three-way partitions around a median of three: many equal values
+// (latencies at a timer's resolution) cost no more than distinct ones.
+func selectK(a []float32, k int) float32 {
+	lo, hi := 0, len(a)-1
+	for lo < hi {
+		x, y, z := a[lo], a[lo+(hi-lo)/2], a[hi]
+		p := max(min(x, y), min(max(x, y), z))
+		lt, i, gt := lo, lo, hi
+		for i <= gt {
+			switch v := a[i]; {
+			case v < p:
+				a[lt], a[i] = v, a[lt]
+				lt++
+				i++
+			case v > p:
+				a[i], a[gt] = a[gt], v
+				gt--
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			hi = lt - 1
+		case k > gt:
+			lo = gt + 1
+		default:
+			return p
+		}
+	}
+	return a[k]
 }
 
 func (s *IterSeries) push(p SeriesPoint) {
