@@ -41,6 +41,9 @@ func BenchmarkObserve(b *testing.B) {
 	}{
 		{"default", DefaultConfig},
 		{"window_min=1000", func() Config { c := DefaultConfig(); c.WindowMin = 1000; return c }},
+		// the k6 extension's: windows of at least 1 s, here at 10,000
+		// observations a second
+		{"service 10k/s", ServiceConfig},
 		{"never-steady drift", DefaultConfig},
 		{"never-steady bursts", DefaultConfig},
 	} {
@@ -63,10 +66,14 @@ func BenchmarkObserve(b *testing.B) {
 					}
 				}
 			}
+			step := int64(1) // ns between observations
+			if tc.name == "service 10k/s" {
+				step = 100_000
+			}
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				d.Observe(int64(i), vs[i&(len(vs)-1)])
+				d.Observe(int64(i)*step, vs[i&(len(vs)-1)])
 				i++
 			}
 		})
