@@ -31,7 +31,152 @@ func troubleArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // resultsCommands are the `k6 x regime` commands on results folders:
 // merge, report and compare.
 func resultsCommands(gs *state.GlobalState) []*cobra.Command {
-	return []*cobra.Command{mergeCommand(gs), reportCommand(gs), compareCommand(gs), gateCommand(gs)}
+	return []*cobra.Command{mergeCommand(gs), reportCommand(gs), compareCommand(gs), gateCommand(gs), historyCommand(gs)}
+}
+
+func historyCommand(gs *state.GlobalState) *cobra.Command {
+	var out string
+	var o results.HistoryOptions
+	cmd := &cobra.Command{
+		Use:   "history RESULTS_DIR... [--out FILE]",
+		Short: "Write the run history of repeated runs as a CSV for Apache Otava",
+		Long: `Writes one row per run of the same script (each RESULTS_DIR a run folder, or
+a folder of run folders such as results/), in run start order, as the CSV
+that Apache Otava's CSV data source reads: the columns time, label, run_id
+and dir, then per scenario S the settled view's S.steady_p50_ms,
+S.steady_p95_ms, S.steady_p99_ms, S.steady_error_rate and S.ttss_ms, the
+online S.online_ttss_ms, the cold-start cost S.cold_start_ms and
+S.cold_excess_ms, and S.relapses; per endpoint E of a settled view (scope
+'endpoint') S[E].steady_p50_ms ... S[E].ttss_ms. A column no run has is left
+out. examples/otava/otava.yaml is a configuration for it.
+
+label is summary.json's extra[--label-key] (saveResults({extra: {commit}})),
+else the run's testid. Otava's CSV reader refuses empty cells, so a run
+that lacks a figure (no settled steady state) is left out and named on
+stderr, unless --keep-missing; so is a run that did not complete, unless
+--keep-incomplete.
+Exit status: 0 written; 2 bad arguments, an unreadable folder, runs of
+different scripts (their scenarios named), or no run left to write.`,
+		Args:          troubleArgs(cobra.MinimumNArgs(1)),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			dirs, err := runFolders(args)
+			if err != nil {
+				return troubleError(fmt.Errorf("history: %w", err))
+			}
+			sums := make([]*results.Summary, len(dirs))
+			for i, d := range dirs {
+				if sums[i], err = results.ReadSummary(d); err != nil {
+					return troubleError(fmt.Errorf("history: %w", err))
+				}
+			}
+			h, err := results.BuildHistory(sums, dirs, o)
+			if err != nil {
+				return troubleError(err)
+			}
+			for _, s := range h.Skipped {
+				fmt.Fprintf(gs.Stderr, "history: left out %s\n", s)
+			}
+			if len(h.Rows) == 0 {
+				return troubleError(fmt.Errorf("history: no run left to write (%d left out)", len(h.Skipped)))
+			}
+			b, err := h.CSV()
+			if err != nil {
+				return troubleError(fmt.Errorf("history: %w", err))
+			}
+			if out == "" {
+				_, err = gs.Stdout.Write(b)
+				return err
+			}
+			if err := writeFileAtomic(out, b); err != nil {
+				return troubleError(fmt.Errorf("history: %w", err))
+			}
+			fmt.Fprintf(gs.Stderr, "history: %d runs, %d columns written to %s\n", len(h.Rows), len(h.Header), out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the CSV to this file (replaced whole; default standard output)")
+	cmd.Flags().StringVar(&o.LabelKey, "label-key", "commit", "summary.json extra key that labels a run")
+	cmd.Flags().BoolVar(&o.KeepMissing, "keep-missing", false, "write runs that lack a figure, with empty cells")
+	cmd.Flags().BoolVar(&o.KeepIncomplete, "keep-incomplete", false, "write runs that did not complete")
+	return cmd
+}
+
+// runFolders expands the arguments of history: a folder with a
+// summary.json is a run; any other folder stands for the run folders in it.
+func runFolders(args []string) ([]string, error) {
+	var dirs []string
+	seen := map[string]bool{}
+	add := func(d string) error {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return err
+		}
+		if seen[abs] {
+			return fmt.Errorf("%s given twice", d)
+		}
+		seen[abs] = true
+		dirs = append(dirs, d)
+		return nil
+	}
+	for _, a := range args {
+		info, err := os.Stat(a)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			return nil, fmt.Errorf("%s is not a folder", a)
+		}
+		if _, err := os.Stat(filepath.Join(a, results.SummaryFile)); err == nil {
+			if err := add(a); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		ents, err := os.ReadDir(a)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, e := range ents {
+			sub := filepath.Join(a, e.Name())
+			if _, err := os.Stat(filepath.Join(sub, results.SummaryFile)); e.IsDir() && err == nil {
+				if err := add(sub); err != nil {
+					return nil, err
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%s holds no %s, nor do its folders", a, results.SummaryFile)
+		}
+	}
+	return dirs, nil
+}
+
+// writeFileAtomic writes b to a temporary file beside path and renames it
+// into place: a reader never sees half a file.
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // exitSettledGateFailed is gate's failed verdict: k6's own status for

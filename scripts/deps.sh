@@ -13,6 +13,8 @@ command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 # actionlint runs shellcheck on the workflow's run: steps (the test requires it)
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
+# the history test's Apache Otava runs in a Python virtual environment
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
@@ -43,4 +45,11 @@ fi
 ./scripts/influxd.sh install
 # the pinned actionlint and kubeconform (Go module proxy, ~20 s once)
 make --no-print-directory tools
+# Apache Otava (change detection over run histories, PyPI apache-otava), for
+# the test of `k6 x regime history` (test/e2e/history_test.go)
+if [ ! -x .cache/otava/bin/otava ]; then
+  echo "deps: pip install apache-otava==0.8.0 into .cache/otava"
+  python3 -m venv .cache/otava
+  .cache/otava/bin/pip install -q --disable-pip-version-check apache-otava==0.8.0
+fi
 echo "deps: ok"

@@ -12,12 +12,13 @@
 //   - drift: the flat work plus a wait (a downstream call) of -drift-base
 //     at its first request that grows by -drift per second: it never
 //     settles;
-//   - step: a 40 ms wait until -step-at after its first request, then
-//     5 ms (a plateau that is not the steady state).
+//   - step: a -step-from wait (40 ms) until -step-at after its first
+//     request, then -step-to (5 ms): a plateau that is not the steady state.
 //
 // It listens on -addr (127.0.0.1:0 picks a free port) and prints
 // "listening on HOST:PORT" once it accepts connections. GET /health answers
-// 200 without work; every other GET path does the work.
+// 200 without work, GET /first the Unix ns of the first request of work (0
+// before it); every other GET path does the work.
 package main
 
 import (
@@ -45,6 +46,8 @@ type service struct {
 	base   time.Duration
 	ioWait time.Duration
 	stepAt time.Duration
+	from   time.Duration
+	to     time.Duration
 
 	payload [2048]byte
 	first   atomic.Int64 // Unix ns of the first request; 0 before it
@@ -92,8 +95,13 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "GET only", http.StatusMethodNotAllowed)
 		return
 	}
-	if r.URL.Path == "/health" {
+	switch r.URL.Path {
+	case "/health":
 		_, _ = w.Write([]byte("ok\n"))
+		return
+	case "/first":
+		// when the first request of work came (Unix ns; 0: none yet)
+		_, _ = fmt.Fprintf(w, "%d\n", s.first.Load())
 		return
 	}
 	el := s.since()
@@ -110,9 +118,9 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(time.Duration(float64(s.base) * math.Exp(s.drift*el.Seconds())))
 	case "step":
 		if el < s.stepAt {
-			time.Sleep(40 * time.Millisecond)
+			time.Sleep(s.from)
 		} else {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(s.to)
 		}
 	}
 	h := s.work()
@@ -128,7 +136,9 @@ func main() {
 	grow := flag.Int("grow", 32, "slowdown: table entries added per request after -settle")
 	drift := flag.Float64("drift", 0.02, "drift: relative growth of the wait per second")
 	base := flag.Duration("drift-base", 4*time.Millisecond, "drift: the wait at the first request")
-	stepAt := flag.Duration("step-at", 8*time.Second, "step: 40 ms this long after the first request, then 5 ms")
+	stepAt := flag.Duration("step-at", 8*time.Second, "step: -step-from this long after the first request, then -step-to")
+	from := flag.Duration("step-from", 40*time.Millisecond, "step: the wait before -step-at")
+	to := flag.Duration("step-to", 5*time.Millisecond, "step: the wait after -step-at")
 	flag.Parse()
 	switch *mode {
 	case "flat", "io", "slowdown", "drift", "step":
@@ -136,11 +146,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "gosvc: -mode must be flat, io, slowdown, drift or step, got %q\n", *mode)
 		os.Exit(2)
 	}
-	if *grow < 1 || *drift <= 0 || *base <= 0 || *settle < 0 || *stepAt < 0 || *ioWait <= 0 {
-		fmt.Fprintln(os.Stderr, "gosvc: -grow must be >= 1, -drift, -drift-base and -io-wait > 0, -settle and -step-at >= 0")
+	if *grow < 1 || *drift <= 0 || *base <= 0 || *settle < 0 || *stepAt < 0 || *ioWait <= 0 || *from < 0 || *to < 0 {
+		fmt.Fprintln(os.Stderr, "gosvc: -grow must be >= 1, -drift, -drift-base and -io-wait > 0, -settle, -step-at, -step-from and -step-to >= 0")
 		os.Exit(2)
 	}
-	s := &service{mode: *mode, settle: *settle, grow: *grow, drift: *drift, base: *base, ioWait: *ioWait, stepAt: *stepAt, seed: 88172645463325252}
+	s := &service{mode: *mode, settle: *settle, grow: *grow, drift: *drift, base: *base, ioWait: *ioWait, stepAt: *stepAt, from: *from, to: *to, seed: 88172645463325252}
 	for i := range s.payload {
 		s.payload[i] = byte(i * 7)
 	}

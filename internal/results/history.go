@@ -1,0 +1,254 @@
+package results
+
+import (
+	"encoding/csv"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A run history: one row per run of the same script, one column per figure
+// of each scenario (and each endpoint of its settled view), in the CSV
+// layout that Apache Otava's CSV data source reads (a time column,
+// attribute columns, one numeric column per metric; Otava finds the runs
+// where a column's distribution changed, Fleming et al., ICPE 2023).
+
+// HistoryOptions set what `history` writes.
+type HistoryOptions struct {
+	// LabelKey is the key of summary.json's extra whose value labels a run
+	// (a commit, a build); a run without it is labelled by its testid.
+	LabelKey string
+	// KeepMissing writes the rows of runs that lack a figure, with empty
+	// cells; by default such a run is left out and named in Skipped
+	// (Otava's CSV reader refuses an empty cell).
+	KeepMissing bool
+	// KeepIncomplete keeps runs that did not reach their planned end.
+	KeepIncomplete bool
+}
+
+// History is the table: Header, then Rows in run start order. Skipped
+// names the runs left out and why.
+type History struct {
+	Header  []string
+	Rows    [][]string
+	Skipped []string
+}
+
+// historyAttrs are the columns before the figures.
+var historyAttrs = []string{"time", "label", "run_id", "dir"}
+
+// historyFigure is one column of a scenario or endpoint: its name and how
+// it is read (false: the run has no such figure).
+type historyFigure struct {
+	name string
+	get  func(sc *Scenario, st *Settled) (float64, bool)
+}
+
+func settledStat(f func(*SettledStats) float64) func(*Scenario, *Settled) (float64, bool) {
+	return func(_ *Scenario, st *Settled) (float64, bool) {
+		if st == nil || !st.Steady || st.Stats == nil {
+			return 0, false
+		}
+		return f(st.Stats), true
+	}
+}
+
+func settledErrorRate(_ *Scenario, st *Settled) (float64, bool) {
+	if st == nil || !st.Steady || st.Stats == nil || st.Stats.ErrorRate == nil {
+		return 0, false
+	}
+	return *st.Stats.ErrorRate, true
+}
+
+func settledTTSS(_ *Scenario, st *Settled) (float64, bool) {
+	if st == nil || !st.Steady || st.TTSSMs == nil {
+		return 0, false
+	}
+	return *st.TTSSMs, true
+}
+
+func optional(p *float64) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
+}
+
+// The figures of a scenario: the settled view's steady percentiles, error
+// rate and TTSS (the whole run judged at its end), the online TTSS, the
+// cold-start cost (what the cold iterations took, and what the cold and
+// warm-up ones took beyond the steady median) and the relapses.
+var scenarioFigures = []historyFigure{
+	{"steady_p50_ms", settledStat(func(s *SettledStats) float64 { return s.P50Ms })},
+	{"steady_p95_ms", settledStat(func(s *SettledStats) float64 { return s.P95Ms })},
+	{"steady_p99_ms", settledStat(func(s *SettledStats) float64 { return s.P99Ms })},
+	{"steady_error_rate", settledErrorRate},
+	{"ttss_ms", settledTTSS},
+	{"online_ttss_ms", func(sc *Scenario, _ *Settled) (float64, bool) { return optional(sc.TTSSMs) }},
+	{"cold_start_ms", func(sc *Scenario, _ *Settled) (float64, bool) { return sc.ColdStart.DurationMs, true }},
+	{"cold_excess_ms", func(sc *Scenario, _ *Settled) (float64, bool) { return optional(sc.ColdStart.ExcessMs) }},
+	{"relapses", func(sc *Scenario, _ *Settled) (float64, bool) { return float64(sc.Relapses), true }},
+}
+
+// The figures of an endpoint's settled view (scope 'endpoint').
+var endpointFigures = []historyFigure{
+	scenarioFigures[0], scenarioFigures[1], scenarioFigures[2], scenarioFigures[3], scenarioFigures[4],
+}
+
+// historyScope is a scenario or one of its endpoints: the column prefix
+// (S. or S[E].) and its figures.
+type historyScope struct {
+	scenario, endpoint string
+}
+
+func (h historyScope) prefix() string {
+	if h.endpoint == "" {
+		return h.scenario + "."
+	}
+	return h.scenario + "[" + h.endpoint + "]."
+}
+
+func (h historyScope) figures() []historyFigure {
+	if h.endpoint == "" {
+		return scenarioFigures
+	}
+	return endpointFigures
+}
+
+// BuildHistory makes the history of the runs sums (read from dirs). The
+// runs must be of one script: the same scenarios, named in the error
+// otherwise. A column no run has a value for is left out.
+func BuildHistory(sums []*Summary, dirs []string, o HistoryOptions) (*History, error) {
+	if len(sums) == 0 {
+		return nil, fmt.Errorf("history: no results folders")
+	}
+	if len(sums) != len(dirs) {
+		return nil, fmt.Errorf("history: %d summaries for %d folders", len(sums), len(dirs))
+	}
+	want := slices.Sorted(maps.Keys(sums[0].Scenarios))
+	for i, s := range sums[1:] {
+		if got := slices.Sorted(maps.Keys(s.Scenarios)); !slices.Equal(got, want) {
+			return nil, fmt.Errorf("history: %s has scenarios %s, %s has %s: the runs of a history must come from one script",
+				dirs[0], strings.Join(want, ", "), dirs[i+1], strings.Join(got, ", "))
+		}
+	}
+	// the scopes: every scenario, and every endpoint any run's settled view has
+	var scopes []historyScope
+	for _, name := range want {
+		scopes = append(scopes, historyScope{scenario: name})
+		eps := map[string]bool{}
+		for _, s := range sums {
+			if st := s.Scenarios[name].Settled; st != nil {
+				for ep := range st.Endpoints {
+					eps[ep] = true
+				}
+			}
+		}
+		for _, ep := range slices.Sorted(maps.Keys(eps)) {
+			scopes = append(scopes, historyScope{scenario: name, endpoint: ep})
+		}
+	}
+	type cell struct {
+		v  float64
+		ok bool
+	}
+	order := make([]int, len(sums))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return sums[a].Started.Compare(sums[b].Started) })
+
+	var header []string
+	var cols [][]cell // per column, per run (in order)
+	for _, sc := range scopes {
+		for _, f := range sc.figures() {
+			col := make([]cell, len(order))
+			seen := false
+			for k, i := range order {
+				s := sums[i].Scenarios[sc.scenario]
+				st := s.Settled
+				if sc.endpoint != "" {
+					st = nil
+					if s.Settled != nil {
+						st = s.Settled.Endpoints[sc.endpoint]
+					}
+				}
+				v, ok := f.get(s, st)
+				ok = ok && !math.IsNaN(v) && !math.IsInf(v, 0)
+				col[k] = cell{v, ok}
+				seen = seen || ok
+			}
+			if seen {
+				header = append(header, sc.prefix()+f.name)
+				cols = append(cols, col)
+			}
+		}
+	}
+	h := &History{Header: append(slices.Clone(historyAttrs), header...)}
+	for k, i := range order {
+		s := sums[i]
+		if !s.Completed() && !o.KeepIncomplete {
+			h.Skipped = append(h.Skipped, fmt.Sprintf("%s: the run did not complete (%s)", dirs[i], s.EndText()))
+			continue
+		}
+		row := []string{s.Started.UTC().Format(time.RFC3339Nano), runLabel(s, o.LabelKey), s.RunID, dirs[i]}
+		var missing []string
+		for c, col := range cols {
+			if !col[k].ok {
+				missing = append(missing, header[c])
+				row = append(row, "")
+				continue
+			}
+			row = append(row, strconv.FormatFloat(col[k].v, 'g', 6, 64))
+		}
+		if len(missing) > 0 && !o.KeepMissing {
+			h.Skipped = append(h.Skipped, fmt.Sprintf("%s: no %s%s", dirs[i], strings.Join(missing, ", "), missingWhy(s)))
+			continue
+		}
+		h.Rows = append(h.Rows, row)
+	}
+	return h, nil
+}
+
+// missingWhy gives the settled views' reasons for no steady state.
+func missingWhy(s *Summary) string {
+	var why []string
+	for _, name := range slices.Sorted(maps.Keys(s.Scenarios)) {
+		if st := s.Scenarios[name].Settled; st != nil && !st.Steady && st.Reason != "" {
+			why = append(why, name+": "+st.Reason)
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(why, "; ") + ")"
+}
+
+func runLabel(s *Summary, key string) string {
+	if key != "" {
+		if v, ok := s.Extra[key]; ok && v != nil {
+			if str, ok := v.(string); ok {
+				return str
+			}
+			return fmt.Sprint(v)
+		}
+	}
+	return s.TestID
+}
+
+// CSV writes the table.
+func (h *History) CSV() ([]byte, error) {
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	if err := w.Write(h.Header); err != nil {
+		return nil, err
+	}
+	if err := w.WriteAll(h.Rows); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), nil
+}

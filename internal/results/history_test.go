@@ -1,0 +1,85 @@
+package results
+
+import (
+	"encoding/csv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func historyRun(id string, start time.Time, p99 float64, ttss *float64, commit string) *Summary {
+	f := func(v float64) *float64 { return &v }
+	settled := &Settled{Steady: ttss != nil, TTSSMs: ttss}
+	if ttss != nil {
+		settled.Stats = &SettledStats{P50Ms: p99 / 2, P95Ms: p99 * 0.9, P99Ms: p99, ErrorRate: f(0)}
+		settled.Endpoints = map[string]*Settled{"claim": {Steady: true, TTSSMs: ttss,
+			Stats: &SettledStats{P50Ms: p99 / 3, P95Ms: p99 * 0.8, P99Ms: p99 * 0.95}}}
+	} else {
+		settled.Reason = "never reached"
+	}
+	return &Summary{
+		RunID: id, Started: start, End: &RunEnd{Status: EndCompleted},
+		Extra: map[string]any{"commit": commit},
+		Scenarios: map[string]*Scenario{"load": {
+			TTSSMs: ttss, Relapses: 1, Settled: settled,
+			ColdStart: ColdStart{DurationMs: 120, ExcessMs: f(80)},
+		}},
+	}
+}
+
+// TestBuildHistory: rows in run start order with their labels and
+// figures; a run without a settled steady state is left out and named (or
+// kept with empty cells); an incomplete run is left out; runs of another
+// script are refused, their scenarios named.
+func TestBuildHistory(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	f := func(v float64) *float64 { return &v }
+	sums := []*Summary{
+		historyRun("b", t0.Add(time.Hour), 12, f(3000), "c2"),
+		historyRun("a", t0, 10, f(2000), "c1"),
+		historyRun("c", t0.Add(2*time.Hour), 0, nil, "c3"),
+	}
+	dirs := []string{"runs/b", "runs/a", "runs/c"}
+	h, err := BuildHistory(sums, dirs, HistoryOptions{LabelKey: "commit"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"time", "label", "run_id", "dir",
+		"load.steady_p50_ms", "load.steady_p95_ms", "load.steady_p99_ms", "load.steady_error_rate", "load.ttss_ms",
+		"load.online_ttss_ms", "load.cold_start_ms", "load.cold_excess_ms", "load.relapses",
+		"load[claim].steady_p50_ms", "load[claim].steady_p95_ms", "load[claim].steady_p99_ms", "load[claim].ttss_ms"}, h.Header,
+		"the endpoint has no error rate in any run: no such column")
+	require.Len(t, h.Rows, 2)
+	require.Equal(t, []string{"2026-11-25T04:00:00Z", "c1", "a", "runs/a", "5", "9", "10", "0", "2000", "2000", "120", "80", "1",
+		"3.33333", "8", "9.5", "2000"}, h.Rows[0])
+	require.Equal(t, "c2", h.Rows[1][1])
+	require.Equal(t, []string{"runs/c: no load.steady_p50_ms, load.steady_p95_ms, load.steady_p99_ms, load.steady_error_rate, load.ttss_ms, " +
+		"load.online_ttss_ms, load[claim].steady_p50_ms, load[claim].steady_p95_ms, load[claim].steady_p99_ms, load[claim].ttss_ms (load: never reached)"}, h.Skipped)
+
+	b, err := h.CSV()
+	require.NoError(t, err)
+	recs, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, recs, 3)
+
+	h, err = BuildHistory(sums, dirs, HistoryOptions{LabelKey: "commit", KeepMissing: true})
+	require.NoError(t, err)
+	require.Len(t, h.Rows, 3)
+	require.Equal(t, "", h.Rows[2][4], "an empty cell for the missing figure")
+	require.Equal(t, "120", h.Rows[2][10], "the figures it has")
+
+	sums[0].End = &RunEnd{Status: EndInterrupted, Signal: "SIGINT"}
+	h, err = BuildHistory(sums, dirs, HistoryOptions{})
+	require.NoError(t, err)
+	require.Len(t, h.Rows, 1)
+	require.Equal(t, "", h.Rows[0][1], "no label key: the testid, empty here")
+	require.Contains(t, h.Skipped[0], "runs/b: the run did not complete (interrupted")
+
+	other := historyRun("d", t0, 10, f(1), "c4")
+	other.Scenarios["browse"] = other.Scenarios["load"]
+	_, err = BuildHistory([]*Summary{sums[1], other}, []string{"runs/a", "runs/d"}, HistoryOptions{})
+	require.ErrorContains(t, err, "runs/a has scenarios load, runs/d has browse, load: the runs of a history must come from one script")
+	_, err = BuildHistory(nil, nil, HistoryOptions{})
+	require.ErrorContains(t, err, "no results folders")
+}

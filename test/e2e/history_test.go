@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// historyScript: one GET per iteration at 100/s for DUR, a detector with
+// 250-ms windows (the runs are short), the results saved with the run's
+// commit label.
+const historyScript = `
+import http from 'k6/http';
+import regime from 'k6/x/regime';
+export const options = {
+  scenarios: { load: { executor: 'constant-arrival-rate', rate: 100, timeUnit: '1s', duration: __ENV.DUR,
+    preAllocatedVUs: 10, maxVUs: 60 } },
+};
+regime.configure(options, { detector: { window_min_duration: '250ms' } });
+export default function () { http.get('http://' + __ENV.ADDR + '/work'); }
+export function handleSummary() {
+  regime.saveResults({ dir: __ENV.OUT, extra: { commit: __ENV.COMMIT }, required: true });
+  return {};
+}
+`
+
+// otavaBinary is the Apache Otava that make deps installs in .cache/otava
+// (from PyPI); the test is skipped without it, except in CI.
+func otavaBinary(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(repoRoot(t), ".cache", "otava", "bin", "otava")
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Apache Otava is not installed at %s (make deps installs it)", p)
+		}
+		t.Skipf("Apache Otava is not installed at %s (make deps installs it)", p)
+	}
+	return p
+}
+
+// startStep starts the harness's Go service in step mode (a from-ms wait
+// for stepAt after its first request, then a to-ms one) and returns its
+// address; it is stopped at cleanup.
+func startStep(t *testing.T, bin string, stepAt, from, to time.Duration) string {
+	t.Helper()
+	cmd := exec.Command(bin, "-mode", "step", "-addr", "127.0.0.1:0",
+		"-step-at", stepAt.String(), "-step-from", from.String(), "-step-to", to.String())
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+	}()
+	select {
+	case l := <-line:
+		addr, ok := strings.CutPrefix(l, "listening on ")
+		require.True(t, ok, "gosvc printed %q", l)
+		return addr
+	case <-time.After(20 * time.Second):
+		t.Fatal("gosvc did not start within 20 s")
+	}
+	return ""
+}
+
+// waitFirstRequest waits (bounded) until the service at addr has had its
+// first request of work.
+func waitFirstRequest(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/first")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if v := strings.TrimSpace(string(b)); v != "" && v != "0" {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no request reached %s within 30 s", addr)
+}
+
+// TestHistoryOtava: 20 real runs of one script against a service into
+// which two changes are injected at known runs: from run 6 its steady
+// latency is 15% higher, from run 14 its warm-up lasts twice as long
+// (steady state unchanged). The runs go 4 at a time, each started once the
+// previous one's first request arrived (the history's order is the runs'
+// start order); runs that share
+// a batch share the machine's state, so the changes are put inside
+// batches, away from the steps between batches. `k6 x regime history` writes their history;
+// the real Apache Otava, with examples/otava/otava.yaml, reports the first
+// change on the steady p99 column and the second on TTSS, and not the
+// second on the steady p99.
+func TestHistoryOtava(t *testing.T) {
+	otava := otavaBinary(t)
+	root := repoRoot(t)
+	work := t.TempDir()
+	svc := filepath.Join(work, "gosvc")
+	build := exec.Command("go", "build", "-o", svc, "./live/services/gosvc")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building the harness's Go service: %s", out)
+
+	const runs, batch = 20, 4
+	const change1, change2 = 6, 14
+	resultsDir := filepath.Join(work, "results")
+	for b := 0; b < runs; b += batch {
+		var wg sync.WaitGroup
+		errs := make([]string, batch)
+		for k := range batch {
+			i := b + k
+			stepAt, to := 2*time.Second, 5*time.Millisecond
+			if i >= change1 {
+				to = 5750 * time.Microsecond // steady latency +15%
+			}
+			if i >= change2 {
+				stepAt = 4 * time.Second // the warm-up twice as long
+			}
+			addr := startStep(t, svc, stepAt, 20*time.Millisecond, to)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res := runK6(t, historyScript, map[string]string{
+					"ADDR": addr, "OUT": resultsDir, "COMMIT": fmt.Sprintf("c%02d", i), "DUR": "10s"})
+				if res.ExitCode != 0 {
+					errs[k] = fmt.Sprintf("run %d: exit %d\n%s\n%s", i, res.ExitCode, res.Stdout, res.Stderr)
+				}
+			}()
+			waitFirstRequest(t, addr) // the next run starts after this one: start order = run order
+		}
+		wg.Wait()
+		for _, e := range errs {
+			require.Empty(t, e)
+		}
+	}
+
+	hist := filepath.Join(work, "history.csv")
+	code, txt := regimeCmd(t, "history", "--out", hist, resultsDir)
+	require.Equal(t, 0, code, txt)
+	f, err := os.Open(hist)
+	require.NoError(t, err)
+	recs, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, f.Close())
+	require.NoError(t, err)
+	t.Logf("history: %d runs; %s", len(recs)-1, txt)
+	require.GreaterOrEqual(t, len(recs)-1, runs-2, "runs left out of the history: %s", txt)
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	for _, r := range recs[1:] {
+		t.Logf("%s p99 %s ms, ttss %s ms, online ttss %s ms", r[col["label"]], r[col["load.steady_p99_ms"]],
+			r[col["load.ttss_ms"]], r[col["load.online_ttss_ms"]])
+	}
+
+	cfg, err := os.ReadFile(filepath.Join(root, "examples", "otava", "otava.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(work, "otava.yaml"), cfg, 0o600))
+	// Otava keeps rows older than now: the last run ended a moment ago
+	time.Sleep(1100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, otava, "analyze", "k6-regime", "--output", "json")
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "OTAVA_CONFIG="+filepath.Join(work, "otava.yaml"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	js, err := cmd.Output()
+	require.NoError(t, err, "otava: %s", stderr.String())
+	var report map[string][]struct {
+		Attributes map[string]string `json:"attributes"`
+		Changes    []struct {
+			Metric  string `json:"metric"`
+			Forward string `json:"forward_change_percent"`
+		} `json:"changes"`
+	}
+	require.NoError(t, json.Unmarshal(js, &report), "otava printed %s", js)
+	at := map[string][]string{} // metric -> labels of its change points
+	for _, g := range report["k6-regime"] {
+		for _, c := range g.Changes {
+			at[c.Metric] = append(at[c.Metric], g.Attributes["label"])
+			t.Logf("otava: %s changed at %s by %s%%", c.Metric, g.Attributes["label"], c.Forward)
+		}
+	}
+	near := func(labels []string, want ...string) bool {
+		for _, l := range labels {
+			for _, w := range want {
+				if l == w {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	// a change point is the first run after the change (the next one is
+	// accepted: one run's noise can hide the first)
+	label := func(i int) string { return fmt.Sprintf("c%02d", i) }
+	require.True(t, near(at["load.steady_p99_ms"], label(change1), label(change1+1)),
+		"steady p99 +15%% from run %d: Otava found %v", change1, at["load.steady_p99_ms"])
+	require.True(t, near(at["load.ttss_ms"], label(change2), label(change2+1)),
+		"warm-up twice as long from run %d: Otava found %v on ttss_ms", change2, at["load.ttss_ms"])
+	require.False(t, near(at["load.steady_p99_ms"], label(change2), label(change2+1)),
+		"the longer warm-up left the steady p99 unchanged: Otava found %v", at["load.steady_p99_ms"])
+}
