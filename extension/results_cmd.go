@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/xk6-regime/xk6-regime/internal/results"
@@ -140,6 +141,9 @@ func runFolders(args []string) ([]string, error) {
 		}
 		n := 0
 		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") {
+				continue // a folder being written (.partial-*), or left by a crash
+			}
 			sub := filepath.Join(a, e.Name())
 			if _, err := os.Stat(filepath.Join(sub, results.SummaryFile)); e.IsDir() && err == nil {
 				if err := add(sub); err != nil {

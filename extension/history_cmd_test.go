@@ -1,0 +1,84 @@
+package extension
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xk6-regime/xk6-regime/internal/results"
+)
+
+// TestHistoryCommand: history reads run folders and folders of them
+// (skipping hidden ones: a .partial-* folder being written), writes the CSV
+// to stdout or --out, names the runs it leaves out, and exits 2 on bad
+// input, naming it.
+func TestHistoryCommand(t *testing.T) {
+	t.Parallel()
+	parent := t.TempDir()
+	place := func(name string, edit func(*results.Summary)) string {
+		src := summaryDir(t, edit)
+		dst := filepath.Join(parent, name)
+		require.NoError(t, os.MkdirAll(dst, 0o755))
+		b, err := os.ReadFile(filepath.Join(src, results.SummaryFile))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dst, results.SummaryFile), b, 0o600))
+		return dst
+	}
+	a := place("a", withSettled(true, false))
+	place("b", withSettled(true, false))
+	place(".partial-c", withSettled(true, false))
+	require.NoError(t, os.MkdirAll(filepath.Join(parent, "not-a-run"), 0o755))
+	unsettled := summaryDir(t, withSettled(false, false))
+	interrupted := summaryDir(t, func(s *results.Summary) {
+		withSettled(true, true)(s)
+		s.End = &results.RunEnd{Status: results.EndInterrupted, Signal: "SIGINT"}
+	})
+	other := summaryDir(t, func(s *results.Summary) {
+		withSettled(true, false)(s)
+		s.Scenarios["browse"] = s.Scenarios["load"]
+	})
+
+	code, out := runRegime(t, "history", parent)
+	require.Equal(t, 0, code, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, "a header and the two runs (not .partial-c): %s", out)
+	require.True(t, strings.HasPrefix(lines[0], "time,label,run_id,dir,load.steady_p50_ms,"), lines[0])
+	require.Contains(t, lines[0], "load[get].steady_p95_ms")
+
+	file := filepath.Join(t.TempDir(), "history.csv")
+	code, out = runRegime(t, "history", "--out", file, a, unsettled)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "history: left out "+unsettled+": no load.steady_p50_ms")
+	require.Contains(t, out, "(load: the level drifts by +60%)")
+	require.Contains(t, out, "1 runs, ")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Len(t, strings.Split(strings.TrimSpace(string(b)), "\n"), 2)
+
+	// alone, a run without a settled steady state has the columns it has
+	code, out = runRegime(t, "history", unsettled)
+	require.Equal(t, 0, code, out)
+	require.True(t, strings.HasPrefix(out, "time,label,run_id,dir,load.online_ttss_ms,load.cold_start_ms,load.relapses\n"), out)
+	code, out = runRegime(t, "history", "--keep-incomplete", interrupted)
+	require.Equal(t, 0, code, out)
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"twice", []string{"history", parent, a}, "given twice"},
+		{"no runs", []string{"history", filepath.Join(parent, "not-a-run")}, "holds no summary.json, nor do its folders"},
+		{"missing", []string{"history", filepath.Join(parent, "nope")}, "nope"},
+		{"nothing left", []string{"history", interrupted}, "no run left to write (1 left out)"},
+		{"other script", []string{"history", a, other}, "has browse, load: the runs of a history must come from one script"},
+		{"no args", []string{"history"}, "requires at least 1 arg"},
+	} {
+		code, out := runRegime(t, tc.args...)
+		require.Equal(t, 2, code, "%s: %s", tc.name, out)
+		require.Contains(t, out, tc.want, tc.name)
+	}
+}
