@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,4 +82,58 @@ func TestHistoryCommand(t *testing.T) {
 		require.Equal(t, 2, code, "%s: %s", tc.name, out)
 		require.Contains(t, out, tc.want, tc.name)
 	}
+}
+
+// TestProfileCommand: profile writes profile.json and the picture from
+// three runs, refuses fewer or a missing --out with exit 2, and writes
+// nothing when it refuses.
+func TestProfileCommand(t *testing.T) {
+	t.Parallel()
+	var runs []string
+	for i := range 3 {
+		dir := summaryDir(t, func(s *results.Summary) {
+			withSettled(true, false)(s)
+			s.RunID = fmt.Sprint("r", i)
+			s.Scenarios["load"].Iterations = 3000
+			s.Scenarios["load"].Settled.AtMs = 1e12 + 8000
+		})
+		var b strings.Builder
+		b.WriteString("scenario,endpoint,seq,first_index,last_index,first_ms,last_ms,n,median_ms,tail_ms,tail_quantile,drift,stable,regime,instance,settled\n")
+		for k := range 30 {
+			m := 5.0
+			if k < 8 {
+				m = 20 - float64(k)*15/8
+			}
+			fmt.Fprintf(&b, "load,,%d,%d,%d,%d,%d,100,%g,%g,99.9,0,true,steady,0,\n", k, k*100, k*100+99, int64(1e12)+int64(k)*1000, int64(1e12)+int64(k)*1000+999, m, 2*m)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, results.WindowsFile), []byte(b.String()), 0o600))
+		runs = append(runs, dir)
+	}
+	out := filepath.Join(t.TempDir(), "p.json")
+	code, txt := runRegime(t, append([]string{"profile", "--out", out}, runs...)...)
+	require.Equal(t, 0, code, txt)
+	require.Contains(t, txt, "warm-up end (settled boundary): median 8.0 s, 8.0-8.0 s over 3 runs")
+	require.FileExists(t, out)
+	svg, err := os.ReadFile(strings.TrimSuffix(out, ".json") + ".svg")
+	require.NoError(t, err)
+	require.Equal(t, 3, strings.Count(string(svg), `class="run"`))
+
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"two runs", append([]string{"profile", "--out", filepath.Join(dir, "x.json")}, runs[:2]...), "2 run(s); a profile needs at least 3"},
+		{"no out", append([]string{"profile"}, runs...), "--out FILE is required"},
+		{"svg is out", append([]string{"profile", "--out", filepath.Join(dir, "x.svg")}, runs...), "--svg and --out are the same file"},
+		{"bad tolerance", append([]string{"profile", "--out", filepath.Join(dir, "x.json"), "--rate-tolerance", "-1"}, runs...), "--rate-tolerance must be >= 0"},
+	} {
+		code, txt := runRegime(t, tc.args...)
+		require.Equal(t, 2, code, "%s: %s", tc.name, txt)
+		require.Contains(t, txt, tc.want, tc.name)
+	}
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, ents, "nothing written when refused")
 }

@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -32,7 +33,7 @@ func troubleArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // resultsCommands are the `k6 x regime` commands on results folders:
 // merge, report and compare.
 func resultsCommands(gs *state.GlobalState) []*cobra.Command {
-	return []*cobra.Command{mergeCommand(gs), reportCommand(gs), compareCommand(gs), gateCommand(gs), historyCommand(gs)}
+	return []*cobra.Command{mergeCommand(gs), reportCommand(gs), compareCommand(gs), gateCommand(gs), historyCommand(gs), profileCommand(gs)}
 }
 
 func historyCommand(gs *state.GlobalState) *cobra.Command {
@@ -90,7 +91,7 @@ different scripts (their scenarios named), or no run left to write.`,
 				_, err = gs.Stdout.Write(b)
 				return err
 			}
-			if err := writeFileAtomic(out, b); err != nil {
+			if err := writeFilesAtomic(map[string][]byte{out: b}); err != nil {
 				return troubleError(fmt.Errorf("history: %w", err))
 			}
 			fmt.Fprintf(gs.Stderr, "history: %d runs, %d columns written to %s\n", len(h.Rows), len(h.Header), out)
@@ -102,6 +103,127 @@ different scripts (their scenarios named), or no run left to write.`,
 	cmd.Flags().BoolVar(&o.KeepMissing, "keep-missing", false, "write runs that lack a figure, with empty cells")
 	cmd.Flags().BoolVar(&o.KeepIncomplete, "keep-incomplete", false, "write runs that did not complete")
 	return cmd
+}
+
+func profileCommand(gs *state.GlobalState) *cobra.Command {
+	var out, svg string
+	var o results.ProfileOptions
+	cmd := &cobra.Command{
+		Use:   "profile RESULTS_DIR... --out profile.json [--svg profile.svg]",
+		Short: "Learn what repeated runs of one script and load agree on: the warm-up and the steady noise",
+		Long: `Learns a profile from the results folders of repeated runs of the same script
+and load (each RESULTS_DIR a run folder, or a folder of run folders), per
+scenario and per endpoint with a detector of its own (scope 'endpoint'):
+the curve of the detector windows' block medians and tails (1-s blocks,
+wider for runs over 5 minutes) averaged over the runs (the median of the
+runs' values per block, with the least and the greatest), where the warm-up
+ends (the runs' settled boundaries: median and spread), the steady envelope
+(how far steady block medians and tails wander from their run's level, 5th
+to 95th percentile over the runs, and how far the runs' levels differ),
+and the distributions of TTSS and cold-start cost. Warm-up repeats at the
+start of every run and the machine's waves do not, so the average shows
+the one and the envelope measures the other (Welch's procedure).
+
+Writes --out (profile.json, schema 1) and --svg (default: --out with .svg):
+every run's curve faint, the average bold, the warm-up ends and the steady
+envelope shaded. Both are written whole or not at all.
+Refused, with the reason: fewer than 3 runs, runs of different scripts
+(their scenarios named), of another load (a scenario's iteration rate more
+than --rate-tolerance from the runs' median, named), runs that did not
+complete, folders without windows.csv or with thinned windows.
+Not done yet: a run does not read a profile (the detector ignores it).
+Exit status: 0 written; 2 refused input or output.`,
+		Args:          troubleArgs(cobra.MinimumNArgs(1)),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if out == "" {
+				return troubleError(errors.New("profile: --out FILE is required"))
+			}
+			if o.RateTolerance < 0 {
+				return troubleError(fmt.Errorf("profile: --rate-tolerance must be >= 0 (0: no check), got %g", o.RateTolerance))
+			}
+			if svg == "" {
+				svg = strings.TrimSuffix(out, filepath.Ext(out)) + ".svg"
+			}
+			if svg == out {
+				return troubleError(fmt.Errorf("profile: --svg and --out are the same file %s", out))
+			}
+			dirs, err := runFolders(args)
+			if err != nil {
+				return troubleError(fmt.Errorf("profile: %w", err))
+			}
+			in := make([]results.ProfileInput, len(dirs))
+			for i, d := range dirs {
+				s, err := results.ReadSummary(d)
+				if err != nil {
+					return troubleError(fmt.Errorf("profile: %w", err))
+				}
+				w, err := results.ReadWindows(d)
+				if err != nil {
+					return troubleError(fmt.Errorf("profile: %w", err))
+				}
+				in[i] = results.ProfileInput{Summary: s, Windows: w, Dir: d}
+			}
+			p, err := results.BuildProfile(in, o)
+			if err != nil {
+				return troubleError(err)
+			}
+			p.Rounded()
+			js, err := json.MarshalIndent(p, "", " ")
+			if err != nil {
+				return troubleError(fmt.Errorf("profile: %w", err))
+			}
+			if err := writeFilesAtomic(map[string][]byte{out: append(js, '\n'), svg: []byte(p.SVG())}); err != nil {
+				return troubleError(fmt.Errorf("profile: %w", err))
+			}
+			fmt.Fprint(gs.Stdout, p.Text())
+			fmt.Fprintf(gs.Stdout, "wrote %s (%d bytes) and %s\n", out, len(js)+1, svg)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write profile.json here (replaced whole)")
+	cmd.Flags().StringVar(&svg, "svg", "", "write the picture here (default: --out with .svg)")
+	cmd.Flags().StringVar(&o.LabelKey, "label-key", "commit", "summary.json extra key that labels a run")
+	cmd.Flags().Float64Var(&o.RateTolerance, "rate-tolerance", 0.2,
+		"refuse runs whose scenario iteration rate is further than this from the runs' median (relative; 0: no check)")
+	return cmd
+}
+
+// writeFilesAtomic writes every file to a temporary one beside it, then
+// renames them all into place: none is written half, and none is renamed
+// when one could not be written.
+func writeFilesAtomic(files map[string][]byte) error {
+	tmps := map[string]string{}
+	defer func() {
+		for _, t := range tmps {
+			_ = os.Remove(t)
+		}
+	}()
+	for path, b := range files {
+		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+		if err != nil {
+			return err
+		}
+		tmps[path] = f.Name()
+		if _, err := f.Write(b); err != nil {
+			_ = f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		if err := os.Chmod(f.Name(), 0o644); err != nil {
+			return err
+		}
+	}
+	for path, t := range tmps {
+		if err := os.Rename(t, path); err != nil {
+			return err
+		}
+		delete(tmps, path)
+	}
+	return nil
 }
 
 // runFolders expands the arguments of history: a folder with a
@@ -157,30 +279,6 @@ func runFolders(args []string) ([]string, error) {
 		}
 	}
 	return dirs, nil
-}
-
-// writeFileAtomic writes b to a temporary file beside path and renames it
-// into place: a reader never sees half a file.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err := f.Write(b); err != nil {
-		_ = f.Close()
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // exitSettledGateFailed is gate's failed verdict: k6's own status for

@@ -129,13 +129,10 @@ func BuildHistory(sums []*Summary, dirs []string, o HistoryOptions) (*History, e
 	if len(sums) != len(dirs) {
 		return nil, fmt.Errorf("history: %d summaries for %d folders", len(sums), len(dirs))
 	}
-	want := slices.Sorted(maps.Keys(sums[0].Scenarios))
-	for i, s := range sums[1:] {
-		if got := slices.Sorted(maps.Keys(s.Scenarios)); !slices.Equal(got, want) {
-			return nil, fmt.Errorf("history: %s has scenarios %s, %s has %s: the runs of a history must come from one script",
-				dirs[0], strings.Join(want, ", "), dirs[i+1], strings.Join(got, ", "))
-		}
+	if err := sameScenarios(sums, dirs, "history"); err != nil {
+		return nil, err
 	}
+	want := slices.Sorted(maps.Keys(sums[0].Scenarios))
 	// the scopes: every scenario, and every endpoint any run's settled view has
 	var scopes []historyScope
 	for _, name := range want {

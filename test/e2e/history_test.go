@@ -177,6 +177,38 @@ func TestHistoryOtava(t *testing.T) {
 			r[col["load.ttss_ms"]], r[col["load.online_ttss_ms"]])
 	}
 
+	// the profile of the runs before the first change (the same script,
+	// load and service): their warm-up ends where the service steps down
+	var before []string
+	for _, r := range recs[1:] {
+		if r[col["label"]] < fmt.Sprintf("c%02d", change1) {
+			before = append(before, r[col["dir"]])
+		}
+	}
+	prof := filepath.Join(work, "profile.json")
+	code, txt = regimeCmd(t, append([]string{"profile", "--out", prof}, before...)...)
+	require.Equal(t, 0, code, txt)
+	t.Logf("profile of %d runs:\n%s", len(before), txt)
+	pj, err := os.ReadFile(prof)
+	require.NoError(t, err)
+	var p struct {
+		Runs   []json.RawMessage `json:"runs"`
+		Scopes []struct {
+			WarmupEnd struct {
+				N      int     `json:"n"`
+				Median float64 `json:"median"`
+			} `json:"warmup_end_ms"`
+			LevelMs float64 `json:"level_ms"`
+		} `json:"scopes"`
+	}
+	require.NoError(t, json.Unmarshal(pj, &p))
+	require.Len(t, p.Runs, len(before))
+	require.Len(t, p.Scopes, 1)
+	require.Equal(t, len(before), p.Scopes[0].WarmupEnd.N)
+	require.InDelta(t, 2000, p.Scopes[0].WarmupEnd.Median, 1000, "the service steps down 2 s after its first request")
+	require.InDelta(t, 5.5, p.Scopes[0].LevelMs, 1.5, "a 5-ms wait and the handler's work")
+	require.FileExists(t, filepath.Join(work, "profile.svg"))
+
 	cfg, err := os.ReadFile(filepath.Join(root, "examples", "otava", "otava.yaml"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(work, "otava.yaml"), cfg, 0o600))

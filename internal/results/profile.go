@@ -1,0 +1,499 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A profile is what repeated runs of one script and load agree on: the
+// warm-up repeats at the start of every run while the machine's waves come
+// at random times, so the curve of time-based block summaries averaged
+// over the runs shows the warm-up, and what remains after it, across runs,
+// is the noise a steady state has to tolerate (Welch's graphical
+// procedure, Welch 1983, on the detector's windows of at least a second).
+
+// ProfileSchema is the version of profile.json's layout.
+const ProfileSchema = 1
+
+// Bounds of a profile: at least minProfileRuns runs; at most
+// maxProfileBlocks blocks per scope (a longer run is seen in wider
+// blocks), so that profile.json stays small whatever the run length.
+const (
+	minProfileRuns   = 3
+	maxProfileBlocks = 300
+	profileBlockMs   = 1000
+)
+
+// Profile is profile.json.
+type Profile struct {
+	Schema  int          `json:"schema"`
+	Created time.Time    `json:"created"`
+	Runs    []ProfileRun `json:"runs"`
+	// BlockMs is the width of a block: 1 s, doubled as long as a run
+	// would have more than 300.
+	BlockMs float64         `json:"block_ms"`
+	Scopes  []*ProfileScope `json:"scopes"`
+}
+
+// ProfileRun names a run the profile was learnt from.
+type ProfileRun struct {
+	RunID   string    `json:"run_id"`
+	Dir     string    `json:"dir"`
+	Started time.Time `json:"started"`
+	Label   string    `json:"label,omitempty"`
+}
+
+// ProfileScope is the profile of a scenario (Endpoint "") or of one of its
+// endpoints (scope 'endpoint').
+type ProfileScope struct {
+	Scenario string `json:"scenario"`
+	Endpoint string `json:"endpoint,omitempty"`
+	// TailQuantile is the detector windows' tail quantile (99.9: p99.9).
+	TailQuantile float64 `json:"tail_quantile"`
+	// Median and Tail are, per block from the scenario's first window, the
+	// median over the runs of their block median (tail), with the least
+	// and the greatest; Runs the number of runs with a window there.
+	Median []ProfileBand `json:"median"`
+	Tail   []ProfileBand `json:"tail"`
+	// RunMedians are each run's block medians (ms; 0: no window there), in
+	// the order of Profile.Runs, for the picture.
+	RunMedians [][]float64 `json:"run_medians"`
+	// WarmupEnd is the spread of the runs' settled boundaries (ms from the
+	// scenario's start); NoSteady counts runs without a settled steady state.
+	WarmupEnd ProfileDist `json:"warmup_end_ms"`
+	NoSteady  int         `json:"no_steady"`
+	// Level is the median over the runs of their steady level (the median
+	// of their block medians after their boundary); LevelSpread how far the
+	// runs' levels are from it (relative: -0.05 is 5% lower).
+	LevelMs     float64  `json:"level_ms"`
+	LevelSpread Interval `json:"level_spread"`
+	// Envelope is how far a steady block's median and tail wander from their
+	// run's steady level and tail level, across runs: the 5th and 95th
+	// percentiles of block / level - 1 (relative), and the extremes.
+	Envelope ProfileEnvelope `json:"envelope"`
+	// TTSS, OnlineTTSS, ColdStart and ColdExcess are the runs'
+	// distributions (scenario scopes; ms).
+	TTSS       *ProfileDist `json:"ttss_ms,omitempty"`
+	OnlineTTSS *ProfileDist `json:"online_ttss_ms,omitempty"`
+	ColdStart  *ProfileDist `json:"cold_start_ms,omitempty"`
+	ColdExcess *ProfileDist `json:"cold_excess_ms,omitempty"`
+}
+
+// ProfileBand is one block of an averaged curve.
+type ProfileBand struct {
+	Mid  float64 `json:"mid"`
+	Lo   float64 `json:"lo"`
+	Hi   float64 `json:"hi"`
+	Runs int     `json:"runs"`
+}
+
+// ProfileDist summarises a figure over the runs that have it.
+type ProfileDist struct {
+	N      int     `json:"n"`
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	P90    float64 `json:"p90"`
+	Max    float64 `json:"max"`
+}
+
+// Interval is a relative band.
+type Interval struct {
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
+}
+
+// ProfileEnvelope is the steady noise of block medians and tails.
+type ProfileEnvelope struct {
+	Median    Interval `json:"median"`
+	MedianMax Interval `json:"median_extremes"`
+	Tail      Interval `json:"tail"`
+	TailMax   Interval `json:"tail_extremes"`
+	Blocks    int      `json:"blocks"`
+}
+
+// ProfileInput is one run: its summary, its detector windows, its folder.
+type ProfileInput struct {
+	Summary *Summary
+	Windows []WindowRow
+	Dir     string
+}
+
+// ReadWindows reads a results folder's windows.csv (nil when it has none).
+func ReadWindows(dir string) ([]WindowRow, error) {
+	return readWindows(filepath.Join(dir, WindowsFile))
+}
+
+// ProfileOptions set how runs are accepted.
+type ProfileOptions struct {
+	// LabelKey as in HistoryOptions.
+	LabelKey string
+	// RateTolerance: a scenario whose iteration rate differs from the
+	// runs' median by more than this (relative) is refused as another
+	// load; 0 turns the check off.
+	RateTolerance float64
+}
+
+// BuildProfile learns the profile of runs of one script and load.
+func BuildProfile(in []ProfileInput, o ProfileOptions) (*Profile, error) {
+	if len(in) < minProfileRuns {
+		return nil, fmt.Errorf("profile: %d run(s); a profile needs at least %d: what repeats across runs is the warm-up, and one or two runs cannot tell it from the machine's waves",
+			len(in), minProfileRuns)
+	}
+	sums := make([]*Summary, len(in))
+	dirs := make([]string, len(in))
+	for i, r := range in {
+		sums[i], dirs[i] = r.Summary, r.Dir
+	}
+	if err := sameScenarios(sums, dirs, "profile"); err != nil {
+		return nil, err
+	}
+	for i, r := range in {
+		if !r.Summary.Completed() {
+			return nil, fmt.Errorf("profile: %s: the run did not complete (%s): a profile is learnt from whole runs", dirs[i], r.Summary.EndText())
+		}
+		if len(r.Windows) == 0 {
+			return nil, fmt.Errorf("profile: %s has no %s (detector windows): the profile's curves are made of them", dirs[i], WindowsFile)
+		}
+		if r.Summary.Series.WindowsStride > 1 {
+			return nil, fmt.Errorf("profile: %s: %s was thinned (stride %d): the run is too long for a profile of 1-s blocks",
+				dirs[i], WindowsFile, r.Summary.Series.WindowsStride)
+		}
+	}
+	order := make([]int, len(in))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return sums[a].Started.Compare(sums[b].Started) })
+	p := &Profile{Schema: ProfileSchema, Created: time.Now().UTC(), BlockMs: profileBlockMs}
+	for _, i := range order {
+		p.Runs = append(p.Runs, ProfileRun{RunID: sums[i].RunID, Dir: dirs[i], Started: sums[i].Started, Label: runLabel(sums[i], o.LabelKey)})
+	}
+
+	scenarios := slices.Sorted(maps.Keys(sums[0].Scenarios))
+	// each scope's windows per run (in run order), and the scenario's origin
+	type scopeKey struct{ scenario, endpoint string }
+	wins := map[scopeKey][][]WindowRow{}
+	origin := make([]map[string]float64, len(order)) // per run: scenario -> first window's start
+	for k, i := range order {
+		origin[k] = map[string]float64{}
+		for _, w := range in[i].Windows {
+			key := scopeKey{w.Scenario, w.Endpoint}
+			if _, ok := sums[i].Scenarios[w.Scenario]; !ok {
+				continue
+			}
+			if wins[key] == nil {
+				wins[key] = make([][]WindowRow, len(order))
+			}
+			wins[key][k] = append(wins[key][k], w)
+			if o, ok := origin[k][w.Scenario]; !ok || w.FirstMs < o {
+				origin[k][w.Scenario] = w.FirstMs
+			}
+		}
+	}
+	if o.RateTolerance > 0 {
+		// a scenario's iteration rate: its iterations over the span of its
+		// windows (first start to last end, any endpoint)
+		for _, name := range scenarios {
+			rates := make([]float64, len(order))
+			for k, i := range order {
+				last := 0.0
+				for key, byRun := range wins {
+					if key.scenario == name {
+						for _, w := range byRun[k] {
+							last = max(last, w.LastMs)
+						}
+					}
+				}
+				if span := last - origin[k][name]; span > 0 {
+					rates[k] = float64(sums[i].Scenarios[name].Iterations) / span * 1000
+				}
+			}
+			med := median64(slices.Clone(rates))
+			for k, i := range order {
+				if med > 0 && rates[k] > 0 && math.Abs(rates[k]/med-1) > o.RateTolerance {
+					return nil, fmt.Errorf("profile: %s: scenario %s ran %.1f iterations/s where the runs' median is %.1f (more than %.0f%% apart): another load; a profile is learnt from runs of one script and load (--rate-tolerance)",
+						dirs[i], name, rates[k], med, o.RateTolerance*100)
+				}
+			}
+		}
+	}
+	// the block width: 1 s, doubled while the longest scope needs more blocks
+	longest := 0.0
+	for key, byRun := range wins {
+		for k, ws := range byRun {
+			for _, w := range ws {
+				longest = max(longest, w.LastMs-origin[k][key.scenario])
+			}
+		}
+	}
+	for longest/p.BlockMs >= maxProfileBlocks {
+		p.BlockMs *= 2
+	}
+	keys := slices.SortedFunc(maps.Keys(wins), func(a, b scopeKey) int {
+		if c := strings.Compare(a.scenario, b.scenario); c != 0 {
+			return c
+		}
+		return strings.Compare(a.endpoint, b.endpoint)
+	})
+	for _, key := range keys {
+		sc := profileScope(p, key.scenario, key.endpoint, wins[key], origin, sums, order)
+		p.Scopes = append(p.Scopes, sc)
+	}
+	if len(p.Scopes) == 0 {
+		return nil, errors.New("profile: no detector windows in any run")
+	}
+	return p, nil
+}
+
+// sameScenarios refuses runs of different scripts, naming their scenarios.
+func sameScenarios(sums []*Summary, dirs []string, what string) error {
+	want := slices.Sorted(maps.Keys(sums[0].Scenarios))
+	for i, s := range sums[1:] {
+		if got := slices.Sorted(maps.Keys(s.Scenarios)); !slices.Equal(got, want) {
+			return fmt.Errorf("%s: %s has scenarios %s, %s has %s: the runs of a %s must come from one script",
+				what, dirs[0], strings.Join(want, ", "), dirs[i+1], strings.Join(got, ", "), what)
+		}
+	}
+	return nil
+}
+
+func median64(v []float64) float64 {
+	v = slices.DeleteFunc(v, func(x float64) bool { return x <= 0 || math.IsNaN(x) })
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// quantile64 of sorted v (linear interpolation).
+func quantile64(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	h := q * float64(len(v)-1)
+	i := int(h)
+	if i+1 >= len(v) {
+		return v[len(v)-1]
+	}
+	return v[i] + (h-float64(i))*(v[i+1]-v[i])
+}
+
+func distOf(v []float64) ProfileDist {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v) == 0 {
+		return ProfileDist{}
+	}
+	return ProfileDist{N: len(v), Min: v[0], Median: quantile64(v, 0.5), P90: quantile64(v, 0.9), Max: v[len(v)-1]}
+}
+
+// profileScope builds one scope's profile from its windows in each run.
+func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, origin []map[string]float64, sums []*Summary, order []int) *ProfileScope {
+	sc := &ProfileScope{Scenario: scenario, Endpoint: endpoint}
+	nb := 0
+	// per run: block medians and tails (the window covering most of the
+	// block; each window assigned to the block of its middle)
+	med := make([][]float64, len(byRun))
+	tail := make([][]float64, len(byRun))
+	for k, ws := range byRun {
+		for _, w := range ws {
+			sc.TailQuantile = w.TailQuantile
+			b := int(((w.FirstMs+w.LastMs)/2 - origin[k][scenario]) / p.BlockMs)
+			nb = max(nb, b+1)
+		}
+	}
+	for k, ws := range byRun {
+		med[k], tail[k] = make([]float64, nb), make([]float64, nb)
+		cnt := make([]int, nb)
+		for _, w := range ws {
+			b := int(((w.FirstMs+w.LastMs)/2 - origin[k][scenario]) / p.BlockMs)
+			if b < 0 || b >= nb || w.N == 0 {
+				continue
+			}
+			// windows sharing a block: their count-weighted mean
+			med[k][b] += w.Median * float64(w.N)
+			tail[k][b] += w.Tail * float64(w.N)
+			cnt[b] += w.N
+		}
+		for b := range nb {
+			if cnt[b] > 0 {
+				med[k][b] /= float64(cnt[b])
+				tail[k][b] /= float64(cnt[b])
+			}
+		}
+	}
+	band := func(curves [][]float64) []ProfileBand {
+		out := make([]ProfileBand, nb)
+		for b := range nb {
+			var v []float64
+			for _, c := range curves {
+				if c[b] > 0 {
+					v = append(v, c[b])
+				}
+			}
+			if len(v) == 0 {
+				continue
+			}
+			slices.Sort(v)
+			out[b] = ProfileBand{Mid: quantile64(v, 0.5), Lo: v[0], Hi: v[len(v)-1], Runs: len(v)}
+		}
+		return out
+	}
+	sc.Median, sc.Tail = band(med), band(tail)
+	sc.RunMedians = med
+
+	// each run's boundary (ms from the scope's origin) and steady levels
+	var ends, levels []float64
+	var devM, devT []float64
+	for k, i := range order {
+		s := sums[i].Scenarios[scenario]
+		st := s.Settled
+		if endpoint != "" && st != nil {
+			st = st.Endpoints[endpoint]
+		}
+		if st == nil || !st.Steady || st.AtMs == 0 {
+			sc.NoSteady++
+			continue
+		}
+		end := st.AtMs - origin[k][scenario]
+		ends = append(ends, max(end, 0))
+		first := int(math.Ceil(end / p.BlockMs))
+		var ms, ts []float64
+		for b := max(first, 0); b < nb; b++ {
+			if med[k][b] > 0 {
+				ms = append(ms, med[k][b])
+				ts = append(ts, tail[k][b])
+			}
+		}
+		if len(ms) == 0 {
+			continue
+		}
+		lm, lt := median64(slices.Clone(ms)), median64(slices.Clone(ts))
+		levels = append(levels, lm)
+		for j := range ms {
+			devM = append(devM, ms[j]/lm-1)
+			if lt > 0 {
+				devT = append(devT, ts[j]/lt-1)
+			}
+		}
+	}
+	sc.WarmupEnd = distOf(ends)
+	if len(levels) > 0 {
+		sc.LevelMs = median64(slices.Clone(levels))
+		lo, hi := slices.Min(levels), slices.Max(levels)
+		sc.LevelSpread = Interval{lo/sc.LevelMs - 1, hi/sc.LevelMs - 1}
+	}
+	slices.Sort(devM)
+	slices.Sort(devT)
+	if len(devM) > 0 {
+		sc.Envelope.Median = Interval{quantile64(devM, 0.05), quantile64(devM, 0.95)}
+		sc.Envelope.MedianMax = Interval{devM[0], devM[len(devM)-1]}
+	}
+	if len(devT) > 0 {
+		sc.Envelope.Tail = Interval{quantile64(devT, 0.05), quantile64(devT, 0.95)}
+		sc.Envelope.TailMax = Interval{devT[0], devT[len(devT)-1]}
+	}
+	sc.Envelope.Blocks = len(devM)
+	if endpoint == "" {
+		var tt, ot, cs, ce []float64
+		for _, i := range order {
+			s := sums[i].Scenarios[scenario]
+			if s.Settled != nil && s.Settled.Steady && s.Settled.TTSSMs != nil {
+				tt = append(tt, *s.Settled.TTSSMs)
+			}
+			if s.TTSSMs != nil {
+				ot = append(ot, *s.TTSSMs)
+			}
+			cs = append(cs, s.ColdStart.DurationMs)
+			if s.ColdStart.ExcessMs != nil {
+				ce = append(ce, *s.ColdStart.ExcessMs)
+			}
+		}
+		d1, d2, d3, d4 := distOf(tt), distOf(ot), distOf(cs), distOf(ce)
+		sc.TTSS, sc.OnlineTTSS, sc.ColdStart, sc.ColdExcess = &d1, &d2, &d3, &d4
+	}
+	return sc
+}
+
+// round4 rounds v to 4 significant digits (profile.json's figures: the
+// curves are noisy well beyond that, and it keeps the file small).
+func round4(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	p := math.Pow(10, 3-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*p) / p
+}
+
+// Rounded returns the profile with its curves and figures rounded to 4
+// significant digits (in place).
+func (p *Profile) Rounded() *Profile {
+	r := func(vs ...*float64) {
+		for _, v := range vs {
+			*v = round4(*v)
+		}
+	}
+	rd := func(d *ProfileDist) {
+		if d != nil {
+			r(&d.Min, &d.Median, &d.P90, &d.Max)
+		}
+	}
+	for _, sc := range p.Scopes {
+		for i := range sc.Median {
+			r(&sc.Median[i].Mid, &sc.Median[i].Lo, &sc.Median[i].Hi, &sc.Tail[i].Mid, &sc.Tail[i].Lo, &sc.Tail[i].Hi)
+		}
+		for _, run := range sc.RunMedians {
+			for i := range run {
+				r(&run[i])
+			}
+		}
+		r(&sc.LevelMs, &sc.LevelSpread.Lo, &sc.LevelSpread.Hi, &sc.Envelope.Median.Lo, &sc.Envelope.Median.Hi,
+			&sc.Envelope.MedianMax.Lo, &sc.Envelope.MedianMax.Hi, &sc.Envelope.Tail.Lo, &sc.Envelope.Tail.Hi,
+			&sc.Envelope.TailMax.Lo, &sc.Envelope.TailMax.Hi)
+		rd(&sc.WarmupEnd)
+		rd(sc.TTSS)
+		rd(sc.OnlineTTSS)
+		rd(sc.ColdStart)
+		rd(sc.ColdExcess)
+	}
+	return p
+}
+
+// Text is the profile in a few lines per scope.
+func (p *Profile) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "profile of %d runs (%s .. %s), blocks of %.0f ms\n", len(p.Runs),
+		p.Runs[0].Started.UTC().Format(time.RFC3339), p.Runs[len(p.Runs)-1].Started.UTC().Format(time.RFC3339), p.BlockMs)
+	for _, sc := range p.Scopes {
+		name := sc.Scenario
+		if sc.Endpoint != "" {
+			name += "[" + sc.Endpoint + "]"
+		}
+		fmt.Fprintf(&b, "%s:\n", name)
+		fmt.Fprintf(&b, "  warm-up end (settled boundary): median %.1f s, %.1f-%.1f s over %d runs; %d without a settled steady state\n",
+			sc.WarmupEnd.Median/1000, sc.WarmupEnd.Min/1000, sc.WarmupEnd.Max/1000, sc.WarmupEnd.N, sc.NoSteady)
+		fmt.Fprintf(&b, "  steady level %.4g ms (runs %+.1f%% .. %+.1f%%); steady block medians %+.1f%% .. %+.1f%% (5th-95th pct; extremes %+.1f%% .. %+.1f%%), tails (p%.3g) %+.1f%% .. %+.1f%%, over %d blocks\n",
+			sc.LevelMs, sc.LevelSpread.Lo*100, sc.LevelSpread.Hi*100, sc.Envelope.Median.Lo*100, sc.Envelope.Median.Hi*100,
+			sc.Envelope.MedianMax.Lo*100, sc.Envelope.MedianMax.Hi*100, sc.TailQuantile, sc.Envelope.Tail.Lo*100, sc.Envelope.Tail.Hi*100, sc.Envelope.Blocks)
+		for _, d := range []struct {
+			name string
+			d    *ProfileDist
+		}{{"TTSS (settled)", sc.TTSS}, {"TTSS (online)", sc.OnlineTTSS}, {"cold-start cost", sc.ColdStart}, {"cold excess", sc.ColdExcess}} {
+			if d.d != nil && d.d.N > 0 {
+				fmt.Fprintf(&b, "  %s: median %.0f ms, p90 %.0f ms, %.0f-%.0f ms (%d runs)\n", d.name, d.d.Median, d.d.P90, d.d.Min, d.d.Max, d.d.N)
+			}
+		}
+	}
+	return b.String()
+}

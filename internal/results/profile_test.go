@@ -1,0 +1,141 @@
+package results
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// profileRun makes a run of durS seconds: 1-s windows whose median decays
+// from 20 ms to 5 ms until warmS, then 5 ms with a wave of +-amp (random
+// phase per run), tails 1.5x; the settled boundary at warmS.
+func profileRun(rng *rand.Rand, id string, start time.Time, durS int, warmS, amp float64) ProfileInput {
+	t0 := float64(start.UnixMilli())
+	phase := rng.Float64() * 2 * math.Pi
+	var ws []WindowRow
+	for k := range durS {
+		m := 5 * (1 + amp*math.Sin(phase+float64(k)/4))
+		if float64(k) < warmS {
+			m = 5 + 15*(1-float64(k)/warmS)
+		}
+		ws = append(ws, WindowRow{Scenario: "load", Seq: k, FirstMs: t0 + float64(k)*1000, LastMs: t0 + float64(k+1)*1000 - 1,
+			N: 100, Median: m, Tail: 1.5 * m, TailQuantile: 99.9})
+	}
+	ttss := warmS * 1000
+	cold := 100 + 10*rng.Float64()
+	s := &Summary{RunID: id, Started: start, End: &RunEnd{Status: EndCompleted},
+		Scenarios: map[string]*Scenario{"load": {Iterations: int64(100 * durS), TTSSMs: &ttss, ColdStart: ColdStart{DurationMs: cold},
+			Settled: &Settled{Steady: true, TTSSMs: &ttss, AtMs: t0 + ttss}}}}
+	return ProfileInput{Summary: s, Windows: ws, Dir: "runs/" + id}
+}
+
+// TestBuildProfile: from five runs whose warm-up ends at 8-12 s and whose
+// steady state wanders by +-10% at random phases, the profile's averaged
+// curve starts at 20 ms and settles at 5 ms, the warm-up end is the runs'
+// median with their spread, the envelope holds the waves (and not the
+// warm-up), and the picture draws each run and the average.
+func TestBuildProfile(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	var in []ProfileInput
+	for i, w := range []float64{8, 9, 10, 11, 12} {
+		in = append(in, profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 60, w, 0.1))
+	}
+	p, err := BuildProfile(in, ProfileOptions{RateTolerance: 0.2})
+	require.NoError(t, err)
+	require.Len(t, p.Runs, 5)
+	require.Len(t, p.Scopes, 1)
+	sc := p.Scopes[0]
+	require.Len(t, sc.Median, 60)
+	require.InDelta(t, 20, sc.Median[0].Mid, 0.01, "every run starts at 20 ms")
+	require.Equal(t, 5, sc.Median[30].Runs)
+	require.InDelta(t, 5, sc.Median[30].Mid, 0.6)
+	require.Equal(t, ProfileDist{N: 5, Min: 8000, Median: 10000, P90: 11600, Max: 12000}, sc.WarmupEnd)
+	require.InDelta(t, 5, sc.LevelMs, 0.5)
+	require.Greater(t, sc.Envelope.Median.Hi, 0.05)
+	require.Less(t, sc.Envelope.Median.Hi, 0.11, "the envelope is the waves, not the warm-up")
+	require.Less(t, sc.Envelope.Median.Lo, -0.05)
+	require.Greater(t, sc.Envelope.MedianMax.Lo, -0.13)
+	require.InDelta(t, sc.Envelope.Median.Hi, sc.Envelope.Tail.Hi, 0.02, "tails are 1.5x the medians")
+	require.Equal(t, 5, sc.TTSS.N)
+	require.Equal(t, 10000.0, sc.TTSS.Median)
+	require.Equal(t, 5, sc.ColdStart.N)
+
+	svg := p.SVG()
+	require.Equal(t, 5, strings.Count(svg, `class="run"`))
+	require.Equal(t, 1, strings.Count(svg, `class="average"`))
+	require.Contains(t, svg, `class="warmup-spread"`)
+	require.Contains(t, svg, `class="envelope"`)
+	require.Contains(t, p.Text(), "warm-up end (settled boundary): median 10.0 s, 8.0-12.0 s over 5 runs")
+
+	js, err := json.Marshal(p.Rounded())
+	require.NoError(t, err)
+	var back Profile
+	require.NoError(t, json.Unmarshal(js, &back))
+	require.Equal(t, ProfileSchema, back.Schema)
+}
+
+// TestProfileBounded: 20 runs of an hour at one window a second: blocks
+// widen to keep at most 300 per scope, and profile.json stays under 1 MB.
+func TestProfileBounded(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	var in []ProfileInput
+	for i := range 20 {
+		in = append(in, profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Hour), 3600, 30, 0.1))
+	}
+	p, err := BuildProfile(in, ProfileOptions{RateTolerance: 0.2})
+	require.NoError(t, err)
+	require.Equal(t, 16000.0, p.BlockMs)
+	require.LessOrEqual(t, len(p.Scopes[0].Median), 300)
+	js, err := json.Marshal(p.Rounded())
+	require.NoError(t, err)
+	t.Logf("profile.json of 20 one-hour runs: %d bytes", len(js))
+	require.Less(t, len(js), 1<<20)
+}
+
+// TestProfileRefuses: too few runs, runs of another script or load, an
+// incomplete run and a run without windows are refused, naming why.
+func TestProfileRefuses(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	mk := func() []ProfileInput {
+		var in []ProfileInput
+		for i := range 4 {
+			in = append(in, profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 30, 5, 0.05))
+		}
+		return in
+	}
+	_, err := BuildProfile(mk()[:2], ProfileOptions{})
+	require.ErrorContains(t, err, "2 run(s); a profile needs at least 3")
+
+	in := mk()
+	in[2].Summary.Scenarios["browse"] = in[2].Summary.Scenarios["load"]
+	_, err = BuildProfile(in, ProfileOptions{})
+	require.ErrorContains(t, err, "runs/c has browse, load: the runs of a profile must come from one script")
+
+	in = mk()
+	in[1].Summary.Scenarios["load"].Iterations *= 2
+	_, err = BuildProfile(in, ProfileOptions{RateTolerance: 0.2})
+	require.ErrorContains(t, err, "runs/b: scenario load ran 200.0 iterations/s where the runs' median is 100.0 (more than 20% apart): another load")
+	_, err = BuildProfile(in, ProfileOptions{})
+	require.NoError(t, err, "no rate check with tolerance 0")
+
+	in = mk()
+	in[3].Summary.End = &RunEnd{Status: EndInterrupted}
+	_, err = BuildProfile(in, ProfileOptions{})
+	require.ErrorContains(t, err, "runs/d: the run did not complete")
+
+	in = mk()
+	in[0].Windows = nil
+	_, err = BuildProfile(in, ProfileOptions{})
+	require.ErrorContains(t, err, "runs/a has no windows.csv")
+}
