@@ -55,7 +55,7 @@ build-stock:
 build-demo:
 	$(call gobuild,demo,./cmd/demo-service,./bin/demo-service)
 
-## deps: install what the tests need on a fresh machine (Debian packages as root, InfluxDB, the pinned tools)
+## deps: install what the tests need on a fresh machine (Debian packages as root, InfluxDB, the pinned tools, Apache Otava from PyPI into .cache/otava)
 .PHONY: deps
 deps:
 	@./scripts/deps.sh
@@ -96,7 +96,7 @@ E2E_PKGS := ./test/...
 # call it from goroutines (extension, detect) run with it
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/' | grep -v '/detector$$')
 
-## test: vet, build k6 and the demo service, unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the extension's ingest without -race (heap bound), every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, actionlint, kubeconform, the short live harness) one package at a time
+## test: vet, build k6 and the demo service, unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the extension's ingest without -race (heap bound), every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, Apache Otava, actionlint, kubeconform, the short live harness) one package at a time
 .PHONY: test
 test: vet build build-demo tools
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
