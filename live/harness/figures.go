@@ -149,14 +149,40 @@ func quality(it []Iteration, ref Reference, steady func(int) bool) Quality {
 	return q
 }
 
-// Judge computes the figures of one run of a case.
+// Judge computes the figures of one run of a case against its single-run
+// reference (what one run can tell; JudgeCase judges the runs of a case
+// against their consensus).
 func Judge(c Case, run int, out *RunOutput) *Figures {
+	return JudgeWith(c, run, out, ComputeReference(out.Series))
+}
+
+// JudgeCase judges the runs of one case (by run number) against the
+// consensus of all of them when there are ConsensusMinRuns or more, else
+// each against its single-run reference.
+func JudgeCase(c Case, outs map[int]*RunOutput) (*Consensus, []*Figures, error) {
+	var runs []RunSeries
+	for run, out := range outs {
+		runs = append(runs, RunSeries{Run: run, Series: out.Series})
+	}
+	cons, refs, err := CaseReferences(runs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	var figs []*Figures
+	for _, run := range sortedRuns(refs) {
+		figs = append(figs, JudgeWith(c, run, outs[run], refs[run]))
+	}
+	return cons, figs, nil
+}
+
+// JudgeWith computes the figures of one run of a case against ref.
+func JudgeWith(c Case, run int, out *RunOutput, ref Reference) *Figures {
 	f := &Figures{Case: c.Name, Run: run, ExitCode: out.ExitCode, Dir: out.Dir, Iterations: len(out.Series)}
 	it := out.Series
 	for _, x := range it {
 		f.Duration = max(f.Duration, x.Start)
 	}
-	f.Ref = ComputeReference(it)
+	f.Ref = ref
 	sc := out.Run.Summary.Scenarios[scenarioName]
 	if sc != nil {
 		f.Relapses = sc.Relapses
@@ -187,12 +213,7 @@ func Judge(c Case, run int, out *RunOutput) *Figures {
 	}
 	f.Inconsistencies = consistency(out, sc, never, notHeld)
 	if c.Kind == KindStep {
-		drop := math.Inf(1)
-		for _, x := range it {
-			if x.Ms < stepDropMs && x.Start < drop {
-				drop = x.Start
-			}
-		}
+		drop := stepDrop(it)
 		for _, x := range it {
 			if x.Regime == "steady" && x.Start < drop {
 				f.StepViolations++
@@ -201,6 +222,18 @@ func Judge(c Case, run int, out *RunOutput) *Figures {
 	}
 	f.Checks = checks(c, f)
 	return f
+}
+
+// stepDrop is when the step service's latency dropped: the first start of
+// an iteration faster than stepDropMs.
+func stepDrop(it []Iteration) float64 {
+	drop := math.Inf(1)
+	for _, x := range it {
+		if x.Ms < stepDropMs && x.Start < drop {
+			drop = x.Start
+		}
+	}
+	return drop
 }
 
 // consistency lists where the run's accounts of the steady gate disagree:

@@ -69,6 +69,11 @@ type Reference struct {
 	Trend, TrendP float64
 	// Blocks is how many blocks were judged.
 	Blocks int
+	// Source says which reference this is: "single run" (this file) or
+	// "consensus of N runs" (consensus.go); CaseWarmupEnd is the
+	// consensus's warm-up end W (nil for a single run).
+	Source        string
+	CaseWarmupEnd *float64
 }
 
 // block is one time block of the series.
@@ -120,7 +125,7 @@ func median(v []float64) float64 {
 // ComputeReference judges a whole recorded series.
 func ComputeReference(it []Iteration) Reference {
 	bl := timeBlocks(it, RefBlock, RefBlockMin)
-	ref := Reference{Class: "no-steady-state", Blocks: len(bl)}
+	ref := Reference{Class: "no-steady-state", Blocks: len(bl), Source: "single run"}
 	if len(bl) < 10 {
 		return ref // too short to judge
 	}

@@ -24,7 +24,7 @@ import (
 type Service struct {
 	// Name identifies the service in tables ("go-flat", "jvm-sha", ...).
 	Name string
-	// Kind is the program: "gosvc", "node", "jvm" or "demo".
+	// Kind is the program: "gosvc", "node", "python", "jvm" or "demo".
 	Kind string
 	// Args are the program's own flags (gosvc -mode ..., jvm --mix ...).
 	Args []string
@@ -87,6 +87,11 @@ func (e *Env) Prepare(ctx context.Context, services []Service) error {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				errs = append(errs, fmt.Errorf("compiling live/services/jvm/LiveServer.java: %w\n%s", err, out))
 			}
+		}
+	}
+	if kinds["python"] {
+		if _, err := exec.LookPath("python3"); err != nil {
+			errs = append(errs, errors.New("the Python service needs python3 on PATH (Debian: apt-get install -y python3)"))
 		}
 	}
 	if kinds["node"] {
@@ -155,6 +160,8 @@ func (e *Env) start(ctx context.Context, s Service) (*running, error) {
 		name, args = filepath.Join(e.Build, "gosvc"), append([]string{"-addr", "127.0.0.1:0"}, s.Args...)
 	case "node":
 		name, args = "node", append([]string{filepath.Join(e.Repo, "live/services/node/server.js"), "--port", "0"}, s.Args...)
+	case "python":
+		name, args = "python3", append([]string{filepath.Join(e.Repo, "live/services/python/server.py"), "--port", "0"}, s.Args...)
 	case "jvm":
 		name, args = "java", append([]string{"-Xmx256m", "-cp", filepath.Join(e.Build, "jvm"), "LiveServer", "--port", "0"}, s.Args...)
 	case "demo":
@@ -178,7 +185,7 @@ func (e *Env) start(ctx context.Context, s Service) (*running, error) {
 			env = append(env, "DATABASE_URL="+url)
 		}
 	default:
-		return nil, fmt.Errorf("service %s: unknown kind %q (valid: gosvc, node, jvm, demo)", s.Name, s.Kind)
+		return nil, fmt.Errorf("service %s: unknown kind %q (valid: gosvc, node, python, jvm, demo)", s.Name, s.Kind)
 	}
 	r.cmd = exec.Command(name, args...) //nolint:gosec // the harness's own services
 	r.cmd.Env = append(os.Environ(), env...)

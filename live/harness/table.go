@@ -189,3 +189,20 @@ func RunLine(f *Figures) string {
 		fmtPct(f.Online.Contamination), fmtPct(f.Online.Coverage), fmtPct(f.Online.P99Distortion),
 		fmtPct(f.Baseline.Contamination), fmtPct(f.Baseline.Coverage), fmtPct(f.Baseline.P99Distortion), status)
 }
+
+// WriteConsensus writes what the runs of each case agree on: the warm-up
+// end of Welch's curve, its band, the envelope one settled run wanders in,
+// and the trend after the warm-up.
+func WriteConsensus(w io.Writer, cases []Case, cons map[string]*Consensus) {
+	fmt.Fprintln(w, "| case | runs | warm-up end W s | envelope % (median) | envelope % (p99) | trend of second halves % (runs beyond 10%) | steady |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, c := range cases {
+		cn := cons[c.Name]
+		if cn == nil {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %d | %.0f | %+.1f / %+.1f | %+.1f / %+.1f | %+.1f (%d) | %v |\n",
+			c.Name, cn.Runs, cn.WarmupEnd, 100*cn.Envelope[0], 100*cn.Envelope[1],
+			100*cn.TailEnvelope[0], 100*cn.TailEnvelope[1], 100*cn.Trend, cn.TrendRuns, cn.Steady)
+	}
+}

@@ -51,7 +51,7 @@ func TestShortLive(t *testing.T) {
 	out := filepath.Join(testbin.RepoRoot(t), ".cache", "live", "test")
 	require.NoError(t, os.RemoveAll(out))
 	for _, c := range cases {
-		f, err := e.RunCase(ctx, c, 1, out)
+		f, _, err := e.RunCase(ctx, c, 1, out)
 		require.NoError(t, err)
 		t.Log(harness.RunLine(f))
 		for _, ch := range f.Checks {
@@ -75,9 +75,9 @@ func TestBadInput(t *testing.T) {
 	t.Run("service fails to start", func(t *testing.T) {
 		bad := harness.Case{Name: "bad", Kind: harness.KindFlat, Load: load,
 			Service: harness.Service{Name: "go-bad", Kind: "gosvc", Args: []string{"-mode", "nonsense"}}}
-		_, err := e.RunCase(ctx, bad, 1, t.TempDir())
+		_, _, err := e.RunCase(ctx, bad, 1, t.TempDir())
 		require.ErrorContains(t, err, "service go-bad exited before it answered")
-		require.ErrorContains(t, err, "-mode must be flat, io, slowdown, drift or step")
+		require.ErrorContains(t, err, "-mode must be flat, io, slowdown, drift, step or cache")
 	})
 	t.Run("port in use", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -85,7 +85,7 @@ func TestBadInput(t *testing.T) {
 		defer ln.Close()
 		busy := harness.Case{Name: "busy", Kind: harness.KindFlat, Load: load,
 			Service: harness.Service{Name: "go-busy", Kind: "gosvc", Args: []string{"-mode", "flat", "-addr", ln.Addr().String()}}}
-		_, err = e.RunCase(ctx, busy, 1, t.TempDir())
+		_, _, err = e.RunCase(ctx, busy, 1, t.TempDir())
 		require.ErrorContains(t, err, "address already in use")
 	})
 	t.Run("k6 writes no results", func(t *testing.T) {
@@ -95,13 +95,13 @@ func TestBadInput(t *testing.T) {
 		e2 := *e
 		e2.K6 = fake
 		c := harness.Case{Name: "empty", Kind: harness.KindFlat, Load: load, Service: harness.GoFlat}
-		_, err := e2.RunCase(ctx, c, 1, t.TempDir())
+		_, _, err := e2.RunCase(ctx, c, 1, t.TempDir())
 		require.Error(t, err)
 		require.True(t, strings.Contains(err.Error(), "wrote 0 results folders"), err.Error())
 	})
 	t.Run("unknown case", func(t *testing.T) {
 		_, err := harness.SelectCases("go-flat/open,nope")
 		require.ErrorContains(t, err, `unknown case "nope"`)
-		require.ErrorContains(t, err, "valid: all, short, go-io/open, go-flat/open")
+		require.ErrorContains(t, err, "valid: all, short, heldout, go-io/open, go-flat/open")
 	})
 }

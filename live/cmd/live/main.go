@@ -13,6 +13,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/xk6-regime/xk6-regime/detector"
 	"github.com/xk6-regime/xk6-regime/live/harness"
 )
 
@@ -37,6 +39,8 @@ func run() int {
 	demo := flag.String("demo", "./bin/demo-service", "the demo service binary")
 	from := flag.String("from", "", "run nothing: print the table of figures.json files (comma-separated) of earlier runs")
 	rejudge := flag.Bool("rejudge", false, "with -from: judge the runs' results folders again (after a change of the reference)")
+	replay := flag.String("replay", "", "with -from: judge instead the online tags a detector configuration (JSON, over the service preset, "+
+		"as regime.configure's detector option) would have given on the recorded runs; implies -rejudge")
 	flag.Parse()
 	if *runs < 1 || *runs > 50 {
 		fmt.Fprintf(os.Stderr, "live: -runs must be 1..50, got %d\n", *runs)
@@ -47,8 +51,30 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "live:", err)
 		return 2
 	}
+	var replayCfg *detector.Config
+	if *replay != "" {
+		cfg := detector.ServiceConfig()
+		dec := json.NewDecoder(strings.NewReader(*replay))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "live: -replay:", err)
+			return 2
+		}
+		if errs := cfg.Validate(); len(errs) > 0 {
+			fmt.Fprintln(os.Stderr, "live: -replay:", errors.Join(errs...))
+			return 2
+		}
+		replayCfg = &cfg
+	}
 	if *from != "" {
-		return table(selected, strings.Split(*from, ","), *rejudge)
+		if *out != "" {
+			*out, _ = filepath.Abs(*out)
+		}
+		return table(selected, strings.Split(*from, ","), *rejudge || replayCfg != nil, replayCfg, *out)
+	}
+	if replayCfg != nil {
+		fmt.Fprintln(os.Stderr, "live: -replay needs -from")
+		return 2
 	}
 	repo, err := os.Getwd()
 	if err != nil {
@@ -63,6 +89,8 @@ func run() int {
 		*out = filepath.Join(repo, ".cache", "live", time.Now().UTC().Format("20060102T150405Z"))
 	}
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	// k6 runs in the results folder: a relative -out would be taken from there
+	*out = abs(*out)
 	env := &harness.Env{K6: abs(*k6), Demo: abs(*demo), Repo: repo, Build: filepath.Join(repo, ".cache", "live", "build"),
 		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -75,42 +103,96 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "live:", err)
 		return 2
 	}
-	var figs []*harness.Figures
-	status := 0
 	// runs interleave the cases, so that a slow phase of the machine does
-	// not fall on all runs of one case
+	// not fall on all runs of one case; each run is judged at once against
+	// its single-run reference (progress), then every case against the
+	// consensus of its runs
+	var prelim []*harness.Figures
+	outs := map[string]map[int]*harness.RunOutput{}
 	for r := 1; r <= *runs; r++ {
 		for _, c := range selected {
-			f, err := env.RunCase(ctx, c, r, filepath.Join(*out, "runs"))
+			f, o, err := env.RunCase(ctx, c, r, filepath.Join(*out, "runs"))
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "live:", err)
 				return 2
 			}
-			fmt.Println(harness.RunLine(f))
-			figs = append(figs, f)
-			if err := writeJSON(filepath.Join(*out, "figures.json"), figs); err != nil {
+			fmt.Println("(single-run reference)", harness.RunLine(f))
+			prelim = append(prelim, f)
+			if outs[c.Name] == nil {
+				outs[c.Name] = map[int]*harness.RunOutput{}
+			}
+			outs[c.Name][r] = o
+			if err := writeJSON(filepath.Join(*out, "figures.json"), prelim); err != nil {
 				fmt.Fprintln(os.Stderr, "live:", err)
 				return 2
 			}
 		}
 	}
-	sums := harness.Summarize(selected, figs)
+	figs, cons, err := judgeCases(selected, outs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "live:", err)
+		return 2
+	}
+	if err := writeJSON(filepath.Join(*out, "figures.json"), figs); err != nil {
+		fmt.Fprintln(os.Stderr, "live:", err)
+		return 2
+	}
+	if err := writeJSON(filepath.Join(*out, "consensus.json"), cons); err != nil {
+		fmt.Fprintln(os.Stderr, "live:", err)
+		return 2
+	}
+	fmt.Printf("\nfigures: %s\n", filepath.Join(*out, "figures.json"))
+	return report(selected, figs, cons)
+}
+
+// judgeCases judges every case's runs against the consensus of its runs
+// (or, with fewer than harness.ConsensusMinRuns, each against its own).
+func judgeCases(cases []harness.Case, outs map[string]map[int]*harness.RunOutput) ([]*harness.Figures, map[string]*harness.Consensus, error) {
+	var figs []*harness.Figures
+	cons := map[string]*harness.Consensus{}
+	for _, c := range cases {
+		if len(outs[c.Name]) == 0 {
+			continue
+		}
+		cn, some, err := harness.JudgeCase(c, outs[c.Name])
+		if err != nil {
+			return nil, nil, err
+		}
+		if cn != nil {
+			cons[c.Name] = cn
+		}
+		figs = append(figs, some...)
+	}
+	return figs, cons, nil
+}
+
+// report prints the per-run lines, the consensus of each case and the
+// tables, and returns the exit status (1 when a check failed).
+func report(cases []harness.Case, figs []*harness.Figures, cons map[string]*harness.Consensus) int {
+	fmt.Println()
+	for _, f := range figs {
+		fmt.Println(harness.RunLine(f))
+	}
+	fmt.Println()
+	harness.WriteConsensus(os.Stdout, cases, cons)
+	sums := harness.Summarize(cases, figs)
 	fmt.Println()
 	harness.WriteTable(os.Stdout, sums)
 	fmt.Println()
 	harness.WriteSettledTable(os.Stdout, sums)
+	status := 0
 	for _, s := range sums {
 		for _, l := range s.Failures() {
 			fmt.Println("FAILED", l)
 			status = 1
 		}
 	}
-	fmt.Printf("\nfigures: %s\n", filepath.Join(*out, "figures.json"))
 	return status
 }
 
-// table prints the table of earlier runs' figures.
-func table(cases []harness.Case, files []string, rejudge bool) int {
+// table prints the table of earlier runs' figures; with rejudge, the runs'
+// results folders are judged again (by case, against their consensus).
+func table(cases []harness.Case, files []string, rejudge bool, replay *detector.Config, out string) int {
 	var figs []*harness.Figures
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -123,34 +205,66 @@ func table(cases []harness.Case, files []string, rejudge bool) int {
 			fmt.Fprintf(os.Stderr, "live: -from %s: %v\n", f, err)
 			return 2
 		}
-		if rejudge {
-			for i, f := range some {
-				c, err := harness.SelectCases(f.Case)
-				if err != nil {
-					fmt.Fprintln(os.Stderr, "live: -rejudge:", err)
-					return 2
-				}
-				if some[i], err = harness.Rejudge(c[0], f.Run, f.Dir); err != nil {
-					fmt.Fprintln(os.Stderr, "live: -rejudge:", err)
-					return 2
-				}
-				fmt.Println(harness.RunLine(some[i]))
-			}
-		}
 		figs = append(figs, some...)
 	}
-	sums := harness.Summarize(cases, figs)
-	harness.WriteTable(os.Stdout, sums)
-	fmt.Println()
-	harness.WriteSettledTable(os.Stdout, sums)
-	status := 0
-	for _, s := range sums {
-		for _, l := range s.Failures() {
-			fmt.Println("FAILED", l)
-			status = 1
+	if !rejudge {
+		sums := harness.Summarize(cases, figs)
+		harness.WriteTable(os.Stdout, sums)
+		fmt.Println()
+		harness.WriteSettledTable(os.Stdout, sums)
+		status := 0
+		for _, s := range sums {
+			for _, l := range s.Failures() {
+				fmt.Println("FAILED", l)
+				status = 1
+			}
+		}
+		return status
+	}
+	outs := map[string]map[int]*harness.RunOutput{}
+	for _, f := range figs {
+		o, err := harness.LoadOutput(f.Dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "live: -rejudge:", err)
+			return 2
+		}
+		if outs[f.Case] == nil {
+			outs[f.Case] = map[int]*harness.RunOutput{}
+		}
+		run := f.Run
+		for outs[f.Case][run] != nil {
+			run += 1000 // the same run number from two files: keep both
+		}
+		outs[f.Case][run] = o
+	}
+	figs, cons, err := judgeCases(cases, outs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "live: -rejudge:", err)
+		return 2
+	}
+	if out != "" {
+		defer func() {
+			if err := writeJSON(filepath.Join(out, "figures.json"), figs); err != nil {
+				fmt.Fprintln(os.Stderr, "live:", err)
+			}
+			if err := writeJSON(filepath.Join(out, "consensus.json"), cons); err != nil {
+				fmt.Fprintln(os.Stderr, "live:", err)
+			}
+		}()
+	}
+	if replay != nil {
+		byName := map[string]harness.Case{}
+		for _, c := range cases {
+			byName[c.Name] = c
+		}
+		for i, f := range figs {
+			if figs[i], err = harness.ReplayFigures(byName[f.Case], f, outs[f.Case][f.Run], *replay, 0.5); err != nil {
+				fmt.Fprintln(os.Stderr, "live: -replay:", err)
+				return 2
+			}
 		}
 	}
-	return status
+	return report(cases, figs, cons)
 }
 
 func writeJSON(path string, v any) error {

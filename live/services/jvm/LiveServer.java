@@ -11,6 +11,9 @@
 //          format them with String.format and a regular expression, and
 //          build a JSON answer with a StringBuilder: many methods, many
 //          call sites, a longer climb through the tiers
+//   maps   sum 200 decimal amounts (BigDecimal) by key in a TreeMap, join a
+//          range of it with a StringJoiner and split it again: boxed
+//          arithmetic, comparisons and string building
 //
 // Listens on 127.0.0.1 (port 0 picks a free one) and prints
 // "listening on 127.0.0.1:PORT" once it accepts connections. GET /health
@@ -19,6 +22,8 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -29,6 +34,8 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.StringJoiner;
+import java.util.TreeMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
@@ -111,6 +118,24 @@ public final class LiveServer {
         return sb.toString();
     }
 
+    static String maps(long n) {
+        TreeMap<String, BigDecimal> totals = new TreeMap<>();
+        long x = n * 0x9E3779B97F4A7C15L + 7;
+        for (int i = 0; i < 200; i++) {
+            x ^= x << 13; x ^= x >>> 7; x ^= x << 17;
+            String key = WORDS[(int) ((x >>> 33) % WORDS.length)] + "/" + ((x >>> 40) % 50);
+            BigDecimal amount = BigDecimal.valueOf((x >>> 20) % 100000, 2);
+            totals.merge(key, amount, BigDecimal::add);
+        }
+        StringJoiner sj = new StringJoiner(",", "{", "}");
+        for (Map.Entry<String, BigDecimal> e : totals.headMap("echo").entrySet()) {
+            sj.add("\"" + e.getKey() + "\":" + e.getValue().setScale(1, RoundingMode.HALF_UP).toPlainString());
+        }
+        String joined = sj.toString();
+        String[] parts = joined.split(",");
+        return "{\"keys\":" + totals.size() + ",\"parts\":" + parts.length + ",\"head\":" + joined + "}";
+    }
+
     static void answer(HttpExchange ex, int status, String body, String type) throws IOException {
         byte[] b = (body + "\n").getBytes(StandardCharsets.UTF_8);
         ex.getResponseHeaders().set("Content-Type", type);
@@ -129,16 +154,16 @@ public final class LiveServer {
             } else if (args[i].equals("--port") && i + 1 < args.length) {
                 port = Integer.parseInt(args[++i]);
             } else {
-                System.err.println("LiveServer: unknown argument " + args[i] + " (valid: --mix sha|mixed, --port N)");
+                System.err.println("LiveServer: unknown argument " + args[i] + " (valid: --mix sha|mixed|maps, --port N)");
                 System.exit(2);
             }
         }
-        if (!mix.equals("sha") && !mix.equals("mixed")) {
-            System.err.println("LiveServer: --mix must be sha or mixed, got " + mix);
+        if (!mix.equals("sha") && !mix.equals("mixed") && !mix.equals("maps")) {
+            System.err.println("LiveServer: --mix must be sha, mixed or maps, got " + mix);
             System.exit(2);
         }
         for (int i = 0; i < BODY.length; i++) BODY[i] = (byte) (i * 31);
-        final boolean isSha = mix.equals("sha");
+        final String theMix = mix;
         HttpServer server;
         try {
             server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 256);
@@ -158,7 +183,11 @@ public final class LiveServer {
                     return;
                 }
                 long n = COUNT.incrementAndGet();
-                String body = isSha ? sha(n) : mixed(n, ex.getRequestURI().getRawQuery());
+                String body = switch (theMix) {
+                    case "sha" -> sha(n);
+                    case "maps" -> maps(n);
+                    default -> mixed(n, ex.getRequestURI().getRawQuery());
+                };
                 answer(ex, 200, body, "application/json");
             } catch (Exception e) {
                 answer(ex, 500, "error: " + e, "text/plain");

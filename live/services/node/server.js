@@ -3,7 +3,11 @@
 // expression, code that V8 runs interpreted first and optimises after some
 // thousands of calls (Ignition, Sparkplug, TurboFan): a JIT warm-up.
 //
-//   node server.js [--port N]   (127.0.0.1; port 0 picks a free one)
+//   node server.js [--port N] [--mix catalogue|text]   (127.0.0.1; port 0 picks a free one)
+//
+// Mixes: catalogue (the default, above); text: split a 3 KiB text into
+// words, count them in a Map, sort the counts and build the answer with
+// template strings.
 //
 // Prints "listening on 127.0.0.1:PORT" once it accepts connections.
 // GET /health answers without work.
@@ -11,6 +15,7 @@
 const http = require('http');
 
 let port = 0;
+let mix = 'catalogue';
 for (let i = 2; i < process.argv.length; i++) {
   if (process.argv[i] === '--port' && i + 1 < process.argv.length) {
     port = Number(process.argv[++i]);
@@ -18,8 +23,14 @@ for (let i = 2; i < process.argv.length; i++) {
       console.error(`server.js: --port must be 0..65535, got ${process.argv[i]}`);
       process.exit(2);
     }
+  } else if (process.argv[i] === '--mix' && i + 1 < process.argv.length) {
+    mix = process.argv[++i];
+    if (mix !== 'catalogue' && mix !== 'text') {
+      console.error(`server.js: --mix must be catalogue or text, got ${mix}`);
+      process.exit(2);
+    }
   } else {
-    console.error(`server.js: unknown argument ${process.argv[i]} (valid: --port N)`);
+    console.error(`server.js: unknown argument ${process.argv[i]} (valid: --port N, --mix catalogue|text)`);
     process.exit(2);
   }
 }
@@ -55,6 +66,27 @@ function handle(seed) {
   return { n: back.length, matched, sum, top: back[0].name };
 }
 
+const LOREM = [];
+{
+  let x = 12345;
+  for (let i = 0; i < 500; i++) {
+    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    const w = WORDS[x % WORDS.length];
+    LOREM.push(i % 7 === 0 ? w.toUpperCase() : w + (x % 3 === 0 ? String(x % 50) : ''));
+  }
+}
+
+function text(seed) {
+  const words = LOREM.slice(seed % 100).concat(LOREM.slice(0, seed % 100)).join(' ').split(/\s+/);
+  const counts = new Map();
+  for (const w of words) {
+    const k = w.toLowerCase().replace(/\d+$/, '');
+    counts.set(k, (counts.get(k) || 0) + 1);
+  }
+  const top = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 8);
+  return { words: words.length, distinct: counts.size, top: top.map(([w, c]) => `${w}:${c}`).join(',') };
+}
+
 let requests = 0;
 const server = http.createServer((req, res) => {
   if (req.method !== 'GET') {
@@ -68,7 +100,7 @@ const server = http.createServer((req, res) => {
     return;
   }
   requests++;
-  const body = JSON.stringify(handle(requests));
+  const body = JSON.stringify(mix === 'text' ? text(requests) : handle(requests));
   res.writeHead(200, { 'Content-Type': 'application/json' });
   res.end(body + '\n');
 });

@@ -1,0 +1,161 @@
+package harness
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// waveAt is a +-amp wave of the given period whose phase differs by run:
+// the machine's wander, which does not repeat from run to run.
+func waveAt(run int, amp, period float64) func(float64) float64 {
+	phase := float64(run) * 2.1
+	return func(t float64) float64 { return 1 + amp*math.Sin(2*math.Pi*t/period+phase) }
+}
+
+func runsOf(n, secs int, level func(run int, t float64) float64) [][]Iteration {
+	out := make([][]Iteration, n)
+	for r := range n {
+		out[r] = synth(uint64(r+1), 200, secs, func(t float64) float64 { return level(r, t) })
+	}
+	return out
+}
+
+func TestConsensusFlatWithWaves(t *testing.T) {
+	t.Parallel()
+	// +-20% waves at random phases: no warm-up repeats, so none is found,
+	// and every run is flat (a wave at the start of one run stays inside the
+	// envelope the runs share)
+	runs := runsOf(5, 60, func(r int, t float64) float64 { return waveAt(r, 0.2, 23)(t) })
+	c, err := ComputeConsensus(runs)
+	require.NoError(t, err)
+	require.True(t, c.Steady)
+	require.Zero(t, c.WarmupEnd)
+	require.Greater(t, c.Envelope[1], 0.1, "the envelope holds the waves")
+	for i, it := range runs {
+		ref := c.Judge(it)
+		require.True(t, ref.Steady, "run %d", i)
+		require.LessOrEqual(t, ref.Boundary, 3.0, "run %d: %+v", i, ref)
+	}
+}
+
+func TestConsensusRepeatedWarmup(t *testing.T) {
+	t.Parallel()
+	// a warm-up that repeats in every run (3x, decaying over ~6 s), under
+	// waves of +-15%
+	runs := runsOf(5, 60, func(r int, t float64) float64 {
+		return waveAt(r, 0.15, 23)(t) * (1 + 2*math.Exp(-t/2))
+	})
+	c, err := ComputeConsensus(runs)
+	require.NoError(t, err)
+	require.True(t, c.Steady)
+	require.InDelta(t, 6, c.WarmupEnd, 3)
+	require.Greater(t, c.Curve[0], 1.0, "Welch's curve starts 2-3x slower")
+	for i, it := range runs {
+		ref := c.Judge(it)
+		require.True(t, ref.Steady, "run %d", i)
+		require.Equal(t, "warmup", ref.Class, "run %d", i)
+		require.GreaterOrEqual(t, ref.Boundary, c.WarmupEnd, "run %d", i)
+		require.LessOrEqual(t, ref.Boundary, 12.0, "run %d: %+v", i, ref)
+	}
+}
+
+func TestConsensusLateStepOfOneRun(t *testing.T) {
+	t.Parallel()
+	// quiet runs (+-5%) that warm up for 4 s; run 2 also improves by 25% at
+	// 30 s (a late recompilation): that run's boundary moves to the step,
+	// the others' do not
+	runs := runsOf(5, 90, func(r int, t float64) float64 {
+		v := waveAt(r, 0.05, 17)(t) * (1 + 3*math.Exp(-t))
+		if r == 2 && t < 30 {
+			v *= 1.25
+		}
+		return v
+	})
+	c, err := ComputeConsensus(runs)
+	require.NoError(t, err)
+	require.True(t, c.Steady)
+	require.LessOrEqual(t, c.WarmupEnd, 8.0)
+	for i, it := range runs {
+		ref := c.JudgeRun(i, it)
+		require.True(t, ref.Steady, "run %d", i)
+		if i == 2 {
+			require.InDelta(t, 30, ref.Boundary, 2, "the late step: %+v", ref)
+			continue
+		}
+		require.LessOrEqual(t, ref.Boundary, 8.0, "run %d: %+v", i, ref)
+	}
+}
+
+func TestConsensusDriftAndSlowdown(t *testing.T) {
+	t.Parallel()
+	drift := runsOf(5, 60, func(r int, t float64) float64 { return waveAt(r, 0.1, 23)(t) * math.Exp(0.02*t) })
+	c, err := ComputeConsensus(drift)
+	require.NoError(t, err)
+	require.False(t, c.Steady, "drift: %+v", c)
+	require.Greater(t, c.Trend, 0.5)
+	for _, it := range drift {
+		require.False(t, c.Judge(it).Steady)
+		require.Equal(t, "no-steady-state", c.Judge(it).Class)
+	}
+	slow := runsOf(5, 60, func(r int, t float64) float64 { return waveAt(r, 0.1, 23)(t) * (1 + max(0, t-25)*0.08) })
+	c, err = ComputeConsensus(slow)
+	require.NoError(t, err)
+	require.False(t, c.Steady, "slowdown for good: %+v", c)
+}
+
+func TestConsensusStep(t *testing.T) {
+	t.Parallel()
+	// 40 ms for 8 s, then 5 ms: every run's boundary at the drop
+	runs := runsOf(5, 60, func(r int, t float64) float64 {
+		if t < 8 {
+			return 40
+		}
+		return 5 * waveAt(r, 0.1, 23)(t)
+	})
+	c, err := ComputeConsensus(runs)
+	require.NoError(t, err)
+	for i, it := range runs {
+		ref := c.Judge(it)
+		require.True(t, ref.Steady)
+		require.Equal(t, "warmup", ref.Class)
+		require.Equal(t, 8.0, ref.Boundary, "run %d", i)
+	}
+}
+
+func TestConsensusBadInput(t *testing.T) {
+	t.Parallel()
+	_, err := ComputeConsensus(runsOf(2, 60, func(int, float64) float64 { return 1 }))
+	require.ErrorContains(t, err, "needs 3 runs or more, got 2")
+	_, err = ComputeConsensus(runsOf(3, 12, func(int, float64) float64 { return 1 }))
+	require.ErrorContains(t, err, "runs of 20 blocks or more")
+	// fewer runs than a consensus needs: each run its own reference
+	cons, refs, err := CaseReferences([]RunSeries{{Run: 1, Series: synth(1, 200, 60, wave)}})
+	require.NoError(t, err)
+	require.Nil(t, cons)
+	require.Equal(t, "single run", refs[1].Source)
+}
+
+func TestSplit(t *testing.T) {
+	t.Parallel()
+	out, in, below := 1.0, 0.0, -1.0
+	// outside for 5 blocks, then inside with one outside block (a wave)
+	x := []float64{out, out, out, out, out, in, in, in, out, in, in, in}
+	require.Equal(t, 5, split(x, 0, len(x)-3, -0.5, 0.5))
+	// all inside: no prefix
+	require.Equal(t, 0, split([]float64{in, in, in, out, in}, 0, 4, -0.5, 0.5))
+	// from: never earlier
+	require.Equal(t, 2, split([]float64{in, in, in, in}, 2, 3, -0.5, 0.5))
+	// NaN blocks count for nothing
+	require.Equal(t, 1, split([]float64{out, math.NaN(), in, in}, 0, 3, -0.5, 0.5))
+	// a faster start is a prefix too
+	require.Equal(t, 3, split([]float64{below, below, below, in, in, in}, 0, 5, -0.5, 0.5))
+	// a stretch with 2 blocks of 5 outside is no prefix (a level switch,
+	// not a warm-up); with 9 of 10 it is
+	require.Equal(t, 0, split([]float64{in, out, in, out, in, in, in, in, in}, 0, 6, -0.5, 0.5))
+	require.Equal(t, 10, split([]float64{out, out, out, in, out, out, out, out, out, out, in, in, in}, 0, 11, -0.5, 0.5))
+	// blocks beyond both sides do not add up to a prefix (the first block
+	// alone is one)
+	require.Equal(t, 1, split([]float64{out, below, out, below, in, in, in}, 0, 5, -0.5, 0.5))
+}
