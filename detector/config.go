@@ -151,6 +151,23 @@ type Config struct {
 	// RelapseWindows is how many windows a level shift must persist before a
 	// relapse (steady -> warmup) is reported.
 	RelapseWindows int `json:"relapse_windows"`
+
+	// A prior (service method): what earlier runs of the same load learnt
+	// (a profile, `k6 x regime profile`). Zero values: none.
+	//
+	// PriorWarmup: no steady state starts, and none is declared, before this
+	// long after the first observation (the warm-up end of earlier runs).
+	PriorWarmup Duration `json:"prior_warmup"`
+	// PriorLevel is the steady level of earlier runs, in the unit of the
+	// observations; PriorLevelLow and PriorLevelHigh bound the levels that
+	// count as that steady state (relative: -0.2 and 0.25 accept from 20%
+	// below to 25% above). A segment whose level lies there needs only
+	// PriorWindows windows after PriorWarmup instead of stable_windows or
+	// settle_windows; any other level is judged without the prior.
+	PriorLevel     float64 `json:"prior_level"`
+	PriorLevelLow  float64 `json:"prior_level_low"`
+	PriorLevelHigh float64 `json:"prior_level_high"`
+	PriorWindows   int     `json:"prior_windows"`
 	// ColdFactor: an initial observation more than ColdFactor times slower
 	// than a later one belongs to the cold tail.
 	ColdFactor float64 `json:"cold_factor"`
@@ -216,6 +233,7 @@ func ServiceConfig() Config {
 	c.NoiseZ = 3
 	c.SearchWindows = 128
 	c.MaxWindows = 512
+	c.PriorWindows = 3
 	return c
 }
 
@@ -317,6 +335,18 @@ func (c Config) Validate() []error {
 	floatIn("dynamic_range", c.DynamicRange, 10, 1e6, false)
 	if c.StableWindows > 0 && c.MaxWindows > 0 && c.StableWindows*2 > c.MaxWindows {
 		errs = append(errs, fmt.Errorf("stable_windows (%d) must be at most half of max_windows (%d)", c.StableWindows, c.MaxWindows))
+	}
+	if c.PriorWarmup < 0 {
+		errs = append(errs, fmt.Errorf("prior_warmup must be >= 0, got %s", time.Duration(c.PriorWarmup)))
+	}
+	floatIn("prior_level", c.PriorLevel, 0, math.MaxFloat64, false)
+	floatIn("prior_level_low", c.PriorLevelLow, -0.99, 0, false)
+	floatIn("prior_level_high", c.PriorLevelHigh, 0, 100, false)
+	if c.Method != MethodService && (c.PriorWarmup > 0 || c.PriorLevel > 0) {
+		errs = append(errs, fmt.Errorf("prior_warmup and prior_level need method %q, got %q", MethodService, c.Method))
+	}
+	if c.PriorLevel > 0 {
+		intIn("prior_windows", c.PriorWindows, 2, 1000)
 	}
 	if c.Method == MethodService {
 		if c.SettleWindows*2 > c.MaxWindows {

@@ -652,7 +652,8 @@ func (rs *runState) testEnd() {
 		case g.held:
 		case g.drifted:
 			rs.logger.Warnf("regime: steady state was reached but not held to the end in %s: its level drifted by %+.0f%% "+
-				"between the halves of the final steady state, beyond median_tolerance %.0f%%", name, 100*g.drift, 100*st.cfg.Detector.MedianTolerance)
+				"from the first to the last third of the final steady state, moving the same way in each (beyond median_tolerance %.0f%%)",
+				name, 100*g.drift, 100*st.cfg.Detector.MedianTolerance)
 		case g.steadyAtEnd:
 			rs.logger.Warnf("regime: steady state was reached but not held to the end in %s: the final steady state "+
 				"spans %.0f%% of the scenario, the gate needs %.0f%% (gateFraction)", name, 100*g.fraction, 100*gateFraction)

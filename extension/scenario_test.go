@@ -165,13 +165,17 @@ func TestEndpointDetectorCap(t *testing.T) {
 	require.EqualValues(t, 180, s.scopes[otherEndpoint].det.Snapshot().N)
 }
 
-// TestGateLevelDrift: a steady state whose level moved by +35% between its
-// halves (too little, too late for a relapse) fails the gate and says why;
-// summary() reports the change.
+// TestGateLevelDrift: a steady state whose level kept moving (+60% over
+// 32 s, too slowly for a relapse) fails the gate and says why; a level that
+// stepped once by +35% and stayed holds it (both report the change in
+// summary()).
 func TestGateLevelDrift(t *testing.T) {
 	t.Parallel()
-	levels := append(flatLevels(16, 5), flatLevels(16, 6.75)...)
-	rs, ch, hook := gateRun(t, levels, 0.5)
+	rising := make([]float64, 32)
+	for i := range rising {
+		rising[i] = 5 * (1 + 0.6*float64(i)/32)
+	}
+	rs, ch, hook := gateRun(t, rising, 0.5)
 	rs.testEnd()
 	require.Equal(t, 0.0, gateSample(t, ch))
 	st := rs.scenario("load")
@@ -181,8 +185,17 @@ func TestGateLevelDrift(t *testing.T) {
 	require.Equal(t, false, sum["steady"])
 	require.Equal(t, "steady", sum["regime"])
 	require.GreaterOrEqual(t, sum["held_fraction"].(float64), 0.5, "held long enough: the level is what fails")
+	require.Greater(t, sum["level_drift"].(float64), 0.25)
+	require.Contains(t, hook.LastEntry().Message, "steady state was reached but not held to the end in load: its level drifted by +")
+
+	rs, ch, _ = gateRun(t, append(flatLevels(16, 5), flatLevels(16, 6.75)...), 0.5)
+	rs.testEnd()
+	require.Equal(t, 1.0, gateSample(t, ch), "a step that stays is no drift")
+	st = rs.scenario("load")
+	st.mu.Lock()
+	sum = st.summary()
+	st.mu.Unlock()
 	require.InDelta(t, 0.35, sum["level_drift"].(float64), 0.08)
-	require.Contains(t, hook.LastEntry().Message, "steady state was reached but not held to the end in load: its level drifted by +3")
 
 	rs, ch, _ = gateRun(t, flatLevels(32, 5), 0.5)
 	rs.testEnd()
