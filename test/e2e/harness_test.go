@@ -153,12 +153,23 @@ func coldWarmSteady(coldN, warmN int64, steady time.Duration) latencyFunc {
 	}
 }
 
-// settlesThenDrifts: steady with small jitter for settleN requests, then
-// latency grows by step per request for the rest of the run.
-func settlesThenDrifts(settleN int64, steady, step time.Duration) latencyFunc {
+// settlesThenSlows: steady with small jitter for settleN requests, then
+// latency grows by growth times the steady level per second of wall time
+// since request settleN, for the rest of the run. A slope in time, not per
+// request: a server slowed by the race detector on a busy machine serves
+// fewer requests, and a slope per request then grew too little to relapse
+// in an 8-s test (CI, stop 26).
+func settlesThenSlows(settleN int64, steady time.Duration, growth float64) latencyFunc {
+	var since time.Time // guarded by the server's mutex
 	return func(i int64, rng *rand.Rand) time.Duration {
 		jitter := time.Duration(rng.Float64() * float64(steady) * 0.1)
-		return steady + jitter + time.Duration(max(0, i-settleN))*step
+		if i < settleN {
+			return steady + jitter
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return steady + jitter + time.Duration(growth*time.Since(since).Seconds()*float64(steady))
 	}
 }
 

@@ -209,10 +209,12 @@ func TestNeverSettlingServerFailsTheGate(t *testing.T) {
 // state was reached but not held, instead of judging the run by the steady
 // samples from before the slowdown.
 func TestRelapseFailsTheGate(t *testing.T) {
-	srv := newScheduleServer(t, settlesThenDrifts(1500, 4*time.Millisecond, 4*time.Microsecond))
+	// +100% of the level per second from request 1,500 on (steady state
+	// is declared after ~800 requests)
+	srv := newScheduleServer(t, settlesThenSlows(1500, 4*time.Millisecond, 1))
 	script := strings.ReplaceAll(gateScript, "${REPO}", repoRoot(t))
 	res := runK6(t, script, map[string]string{"BASE_URL": srv.URL})
-	require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
+	require.Equal(t, 99, res.ExitCode, "%d requests; stderr:\n%s", srv.n.Load(), res.Stderr)
 	require.Contains(t, res.Stderr, "reached steady state")
 	require.Contains(t, res.Stderr, "steady state was reached but not held to the end in gameplay (it relapsed)")
 	require.Contains(t, res.Stderr, "regime_steady")
