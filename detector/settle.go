@@ -29,15 +29,17 @@ import (
 //     smoothed blocks of the second half (a steady state must span at
 //     least MinFraction of the run, 0.5 by default, so the second half is
 //     inside it); the steady state starts at the earliest segment whose
-//     level lies within the tolerance of it, past any leading block that
-//     does not. Stages 2-3 run on the medians and on the tails (the dual
+//     level lies within the tolerance of it (within half of it after a
+//     visible warm-up, whose next stage is often within the band), past
+//     any leading block that does not. Stages 2-3 run on the medians and on the tails (the dual
 //     gate: a JIT's compile pauses and the first connections keep the tail
 //     high after the median settled), each with its band; the later start
 //     wins;
 //  4. trend (settle_trend.go): no steady state when the Theil-Sen change
 //     over the steady stretch is significant (its autocorrelation-corrected
-//     95% interval excludes 0) and larger than the tolerance (a drift or a
-//     slow ramp).
+//     95% interval excludes 0), larger than the tolerance and monotone
+//     (Kendall's tau at least 0.75: a drift or a slow ramp, not a level
+//     that switched once).
 //
 // Then: no steady state when the steady stretch spans less than
 // MinFraction of the series (White 1997: a truncation point in the second
@@ -186,12 +188,21 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 	out.Tolerance, out.TailTolerance = cfg.Tolerance, cfg.TailTolerance
 	mStarts, tStarts := peltMean(ys, penaltyOf(len(ys), tol)), peltMean(us, penaltyOf(len(us), ttol))
 	level, tlevel := medianOf(ys[len(ys)/2:]), medianOf(us[len(us)/2:])
-	mFirst := trimLeading(y, firstAtLevel(ys, mStarts, level, tol), level, tol)
+	// after a visible warm-up (the first segment more than twice the band
+	// slower than the final level: a JIT's first seconds, 2-10 times
+	// slower), the level that follows may be an intermediate stage within
+	// the band (HotSpot: +15-25% for 5-10 s): the steady state starts at the
+	// earliest segment within half the band; without one, within the band
+	mtol := tol
+	if end := segmentEnd(mStarts, 0, len(ys)); medianOf(ys[:end])-level > 2*tol {
+		mtol = tol / 2
+	}
+	mFirst := trimLeading(y, firstAtLevel(ys, mStarts, level, mtol), level, tol)
 	tFirst := trimLeading(u, firstAtLevel(us, tStarts, tlevel, ttol), tlevel, ttol)
 	first := max(mFirst, tFirst)
 	out.MedianBoundary, out.TailBoundary = bl[mFirst].start, bl[tFirst].start
 	out.Level = math.Exp(medianOf(ys[first:]))
-	slope, lo, hi := theilSen(y[first:])
+	slope, lo, hi, tau := theilSen(y[first:])
 	span := float64(len(y) - first - 1)
 	out.Trend, out.TrendLow, out.TrendHigh = math.Expm1(slope*span), math.Expm1(lo*span), math.Expm1(hi*span)
 	start := bl[first].start
@@ -201,9 +212,10 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 		out.Reason = fmt.Sprintf("the last level holds %.0f%% of the series, %.0f%% needed",
 			100*float64(out.End-start)/total, 100*cfg.MinFraction)
 		return out
-	case (lo > 0 || hi < 0) && math.Abs(slope*span) > tol:
-		out.Reason = fmt.Sprintf("the level drifts by %+.0f%% (%+.0f%% to %+.0f%%) over the last %.0f s, beyond the tolerance of %.0f%%",
-			100*out.Trend, 100*out.TrendLow, 100*out.TrendHigh, float64(out.End-start)/1e9, 100*out.Tolerance)
+	case (lo > 0 || hi < 0) && math.Abs(slope*span) > tol && math.Abs(tau) >= trendTau:
+		out.Reason = fmt.Sprintf("the level drifts by %+.0f%% (%+.0f%% to %+.0f%%) over the last %.0f s, beyond the tolerance of %.0f%%, "+
+			"its blocks monotone (Kendall's tau %+.2f)",
+			100*out.Trend, 100*out.TrendLow, 100*out.TrendHigh, float64(out.End-start)/1e9, 100*out.Tolerance, tau)
 		return out
 	}
 	out.Steady = true

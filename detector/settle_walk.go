@@ -27,6 +27,14 @@ func trimLeading(y []float64, first int, level, tol float64) int {
 	return first
 }
 
+// segmentEnd returns the end of segment j of starts in a series of n.
+func segmentEnd(starts []int, j, n int) int {
+	if j+1 < len(starts) {
+		return starts[j+1]
+	}
+	return n
+}
+
 // firstAtLevel returns the start of the earliest segment whose level lies
 // within tol of level.
 func firstAtLevel(y []float64, starts []int, level, tol float64) int {
