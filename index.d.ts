@@ -36,6 +36,10 @@ export interface Settings extends ScenarioSettings {
   /** Iterations the results' series keep one by one per scenario before they aggregate (1,000 to
    * 10,000,000; default 100,000; about 40 bytes each). */
   seriesLimit?: number;
+  /** Path of a profile.json (k6 x regime profile) of earlier runs of this script: the detectors take its
+   * warm-up end and steady level as a prior, and the settled figures are set against its runs at the end
+   * (regime_profile_* metrics, summary().profile). K6_REGIME_PROFILE wins over it. */
+  profile?: string;
 }
 
 /** Validate and install the settings (init context). Throws, naming every bad option. */
@@ -63,9 +67,10 @@ export interface ScenarioSummary {
   steady: boolean;
   /** Share of the scenario's time the final steady state spans (0 when not steady at the end). */
   held_fraction: number; gate_fraction: number;
-  /** Change of the level between the halves of the final steady state (0.3: 30% slower); beyond the
-   * detector's median_tolerance the gate fails. Null when not measured (not steady at the end, a steady
-   * state shorter than stable_windows windows, or the benchmark method). */
+  /** Change of the level from the first to the last third of the final steady state (0.3: 30% slower);
+   * the gate fails when it lies beyond the detector's median_tolerance and the steady windows' medians are
+   * monotone (Kendall's tau >= 0.75: a drift, not a level that stepped once). Null when not measured (not
+   * steady at the end, a steady state shorter than stable_windows windows, or the benchmark method). */
   level_drift: number | null;
   relapses: number;
   cold_start: { duration_ms: number; iterations: number; excess_ms: number | null };
@@ -108,7 +113,21 @@ export interface Summary {
   dropped_samples: number;
   /** iterations whose samples had no scenario tag (systemTags without scenario) */
   iterations_without_scenario: number;
+  /** The profile that judged the run and its checks (null without one; checks are made at test end). */
+  profile: ProfileUse | null;
 }
+/** One settled figure of the run set against the profile's runs. */
+export interface ProfileCheck {
+  scenario: string; endpoint?: string;
+  /** ttss: against the p90 of the profile runs' TTSS; p50, p99: against the median of their steady p50 / p99. */
+  figure: 'ttss' | 'p50' | 'p99';
+  profile_ms: number;
+  /** Null when the run has no such figure (no settled steady state): never a pass. */
+  run_ms: number | null;
+  /** run_ms / profile_ms; spread: the largest ratio one of the profile's own runs reached. */
+  ratio: number | null; spread: number;
+}
+export interface ProfileUse { path: string; created: string; runs: string[]; checks: ProfileCheck[] }
 /** What the detectors found (for handleSummary). */
 export function summary(): Summary;
 export interface SaveOptions {

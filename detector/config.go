@@ -233,7 +233,7 @@ func ServiceConfig() Config {
 	c.NoiseZ = 3
 	c.SearchWindows = 128
 	c.MaxWindows = 512
-	c.PriorWindows = 3
+	c.PriorWindows = 2
 	return c
 }
 

@@ -314,7 +314,7 @@ func TestServicePrior(t *testing.T) {
 		flat := stream{rate: 500, secs: 60, level: wander(float64(seed))}
 		res := flat.run(t, seed, cfg)
 		require.Equal(t, Steady, res.snap.Regime, name)
-		require.InDelta(t, 23, res.declared(), 1.1, name)
+		require.InDelta(t, 22.5, res.declared(), 1.1, name)
 		require.GreaterOrEqual(t, float64(res.snap.SteadyStart.Time)/1e9, 20.0, name)
 
 		slower := stream{rate: 500, secs: 60, level: func(float64) float64 { return 2 }}

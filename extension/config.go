@@ -59,6 +59,9 @@ type scenarioConfig struct {
 	// MaxEndpoints caps the endpoint values of the scenario: further values
 	// share one detector and one request row each, endpoint "(other)".
 	MaxEndpoints int `json:"maxEndpoints"`
+	// Priors are the profile's priors of the scenario's scopes (endpoint
+	// "" for the scenario itself); nil without a profile.
+	Priors map[string]results.Prior `json:"-"`
 }
 
 // config is everything regime.configure() accepts. It is immutable once the
@@ -74,6 +77,9 @@ type config struct {
 	// names of the scenarios the script declares, from options.scenarios
 	// (just "default" when it declares none).
 	Declared []string `json:"-"`
+	// Profile judges the run (nil: none); ProfilePath is where it was read.
+	Profile     *results.Profile `json:"-"`
+	ProfilePath string           `json:"-"`
 }
 
 func defaultScenarioConfig() scenarioConfig {
@@ -115,6 +121,7 @@ type rawConfig struct {
 	SeriesLimit  *int                       `json:"seriesLimit"`
 	Detector     json.RawMessage            `json:"detector"`
 	MaxEndpoints *int                       `json:"maxEndpoints"`
+	Profile      *string                    `json:"profile"`
 	Scenarios    map[string]json.RawMessage `json:"scenarios"`
 }
 
@@ -137,6 +144,11 @@ type rawScenario struct {
 // options (for the scenario names) and the regime settings, both given as
 // JSON. It reports every problem at once, each naming the option.
 func parseConfig(optionsJSON, settingsJSON []byte) (*config, error) {
+	return parseConfigEnv(optionsJSON, settingsJSON, func(string) (string, bool) { return "", false })
+}
+
+// parseConfigEnv is parseConfig with the environment (K6_REGIME_PROFILE).
+func parseConfigEnv(optionsJSON, settingsJSON []byte, lookupEnv func(string) (string, bool)) (*config, error) {
 	cfg := defaultConfig()
 	var errs []error
 
@@ -196,6 +208,20 @@ func parseConfig(optionsJSON, settingsJSON []byte) (*config, error) {
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("regime.configure: invalid settings:\n  %w", joinErrors(errs))
+	}
+	path := ""
+	if raw.Profile != nil {
+		if path = *raw.Profile; path == "" {
+			return nil, errors.New("regime.configure: option 'profile' is empty; give the path of a profile.json (k6 x regime profile writes one) or leave it out")
+		}
+	}
+	if env, ok := lookupEnv(profileEnv); ok && env != "" {
+		path = env
+	}
+	if path != "" {
+		if err := loadProfile(cfg, path); err != nil {
+			return nil, fmt.Errorf("regime.configure: option 'profile' (or %s): %w", profileEnv, err)
+		}
 	}
 	return cfg, nil
 }

@@ -231,7 +231,11 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 		}
 		return mi.applyTagging(mi.rs.cfg.Load())
 	}
-	cfg, err := parseConfig(optJSON, setJSON)
+	lookup := func(string) (string, bool) { return "", false }
+	if env := mi.vu.InitEnv(); env != nil && env.TestPreInitState != nil && env.LookupEnv != nil {
+		lookup = env.LookupEnv
+	}
+	cfg, err := parseConfigEnv(optJSON, setJSON, lookup)
 	if err != nil {
 		return err
 	}

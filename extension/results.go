@@ -331,6 +331,7 @@ func (r *recorder) save(rs *runState, end *results.RunEnd, opts saveOptions) (st
 	}
 	run.Summary.Extra = opts.Extra
 	run.Summary.Thresholds = opts.Thresholds
+	run.Summary.Profile = rs.profileUse()
 	if opts.Aborted && end.Status == results.EndCompleted {
 		end = &results.RunEnd{Status: results.EndAborted, Detail: "marked aborted by the script (saveResults({aborted: true}))"}
 	}

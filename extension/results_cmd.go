@@ -117,10 +117,12 @@ scenario and per endpoint with a detector of its own (scope 'endpoint'):
 the curve of the detector windows' block medians and tails (1-s blocks,
 wider for runs over 5 minutes) averaged over the runs (the median of the
 runs' values per block, with the least and the greatest), where the warm-up
-ends (the runs' settled boundaries: median and spread), the steady envelope
+ends (the runs' settled boundaries: median and spread; and where the averaged
+curve settles, MSER's truncation point of it), the steady envelope
 (how far steady block medians and tails wander from their run's level, 5th
 to 95th percentile over the runs, and how far the runs' levels differ),
-and the distributions of TTSS and cold-start cost. Warm-up repeats at the
+and the distributions of TTSS, cold-start cost and settled steady p50 and
+p99. Warm-up repeats at the
 start of every run and the machine's waves do not, so the average shows
 the one and the envelope measures the other (Welch's procedure).
 
@@ -131,7 +133,11 @@ Refused, with the reason: fewer than 3 runs, runs of different scripts
 (their scenarios named), of another load (a scenario's iteration rate more
 than --rate-tolerance from the runs' median, named), runs that did not
 complete, folders without windows.csv or with thinned windows.
-Not done yet: a run does not read a profile (the detector ignores it).
+A run reads it with regime.configure(options, { profile: 'profile.json' })
+or K6_REGIME_PROFILE: its detectors take the warm-up end and steady level
+as a prior, and its settled figures are set against the profile's runs at
+its end (regime_profile_* metrics; thresholds/ profiled()); compare
+--profile does the same for a finished run.
 Exit status: 0 written; 2 refused input or output.`,
 		Args:          troubleArgs(cobra.MinimumNArgs(1)),
 		SilenceUsage:  true,
@@ -421,11 +427,11 @@ invalid folder, or an --out that names one of the folder's data files.`,
 }
 
 func compareCommand(gs *state.GlobalState) *cobra.Command {
-	var failOn string
+	var failOn, profile string
 	var allowIncomplete bool
 	cmd := &cobra.Command{
-		Use:   "compare BASE_DIR CANDIDATE_DIR [--fail-on BUDGETS]",
-		Short: "Compare two runs' steady-state figures; fail CI on budgets",
+		Use:   "compare BASE_DIR CANDIDATE_DIR [--fail-on BUDGETS] | compare --profile profile.json RUN_DIR [--fail-on BUDGETS]",
+		Short: "Compare two runs' steady-state figures, or a run with a profile; fail CI on budgets",
 		Long: `Compares the steady-state figures of two results folders: per phase x endpoint
 p95 / p99 / error rate of steady requests, per scenario steady iteration
 p95 / p99, TTSS and cold-start cost, as a before/after table.
@@ -439,18 +445,35 @@ A budget never passes on missing data: a budgeted figure the candidate lacks
 (a scenario or endpoint missing, steady state never reached) fails, and so
 does a budget that finds no figure in both runs.
 
+With --profile (a profile.json of k6 x regime profile), RUN_DIR's settled
+view is set against the profile's runs instead, per scenario and endpoint:
+TTSS against the p90 of their TTSS, steady p50 and p99 against the median of
+theirs, each line naming the figure, the profile's value and the run's, as a
+run with regime.configure's profile setting logs them at its end. --fail-on
+then takes ttss, p50 and p99 (relative to the profile's value, or absolute
+in ms); without it a figure fails beyond the largest one of the profile's
+own runs. A figure the run lacks fails.
+
 A base run that did not complete (interrupted, aborted, timed out) is refused
 unless --allow-incomplete-base is given.
 Exit status: 0 no budget failed; 1 a budget was exceeded or could not be
 judged (each reason printed); 2 bad flags or arguments, an unreadable or
-invalid folder, or a refused base.`,
-		Args:          troubleArgs(cobra.ExactArgs(2)),
+invalid folder or profile, or a refused base.`,
+		Args: troubleArgs(func(cmd *cobra.Command, args []string) error {
+			if profile != "" {
+				return cobra.ExactArgs(1)(cmd, args)
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		}),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(_ *cobra.Command, args []string) error {
 			budgets, err := results.ParseBudgets(failOn)
 			if err != nil {
 				return troubleError(err)
+			}
+			if profile != "" {
+				return compareProfile(gs, profile, args[0], budgets)
 			}
 			base, err := results.ReadSummary(args[0])
 			if err != nil {
@@ -471,8 +494,40 @@ invalid folder, or a refused base.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&profile, "profile", "", "set RUN_DIR against this profile.json instead of a base run")
 	cmd.Flags().StringVar(&failOn, "fail-on", "", "budgets, e.g. p95=+10%,errors=+0.01,ttss=+20%")
 	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete-base", false,
 		"compare against a base run that did not complete (interrupted, aborted, timed out)")
 	return cmd
+}
+
+// compareProfile sets a finished run against a profile (compare --profile).
+func compareProfile(gs *state.GlobalState, path, dir string, budgets []results.Budget) error {
+	p, err := results.LoadProfile(path)
+	if err != nil {
+		return troubleError(fmt.Errorf("compare: %w", err))
+	}
+	s, err := results.ReadSummary(dir)
+	if err != nil {
+		return troubleError(fmt.Errorf("compare: %w", err))
+	}
+	checks, err := p.CheckRun(s)
+	if err != nil {
+		return troubleError(fmt.Errorf("compare: %s: %w", dir, err))
+	}
+	failures, err := results.ProfileFailures(checks, budgets)
+	if err != nil {
+		return troubleError(fmt.Errorf("compare: %w", err))
+	}
+	fmt.Fprintf(gs.Stdout, "%s against the profile %s (%d runs):\n", dir, path, len(p.Runs))
+	for _, c := range checks {
+		fmt.Fprintln(gs.Stdout, "  "+c.Text())
+	}
+	for _, f := range failures {
+		fmt.Fprintln(gs.Stdout, "FAILED "+f)
+	}
+	if len(failures) > 0 {
+		return cliexit.With(fmt.Errorf("compare: %d profile check(s) failed", len(failures)), exitGateFailed)
+	}
+	return nil
 }

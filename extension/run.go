@@ -10,6 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/js/common"
 	"go.k6.io/k6/v2/metrics"
 )
@@ -36,6 +37,10 @@ const (
 // scenario has its own mutex; the map of scenarios has mu.
 type runState struct {
 	cfg atomic.Pointer[config]
+
+	// the profile's checks made at TestEnd, for summary.json
+	profileMu      sync.Mutex
+	profileResults []results.ProfileCheck
 
 	mu        sync.RWMutex
 	scenarios map[string]*scenarioState
@@ -130,7 +135,10 @@ type regimeMetrics struct {
 	settled, settledCount                                      *metrics.Metric // Rate, Counter
 	settledP50, settledP90, settledP95, settledP99, settledMax *metrics.Metric // Gauge, time
 	settledTTSS                                                *metrics.Metric // Gauge, time
-	settledErrors                                              *metrics.Metric // Gauge
+	// against a profile (regime.configure's profile): the run's figure /
+	// the profile's, and how many figures were compared
+	profileTTSS, profileP50, profileP99, profileChecks *metrics.Metric // Gauges, Counter
+	settledErrors                                      *metrics.Metric // Gauge
 }
 
 func newRunState() *runState {
@@ -196,6 +204,11 @@ func (rs *runState) registerMetrics(r *metrics.Registry) error {
 		settledMax:    reg("regime_settled_max", metrics.Gauge, metrics.Time),
 		settledTTSS:   reg("regime_settled_ttss", metrics.Gauge, metrics.Time),
 		settledErrors: reg("regime_settled_error_rate", metrics.Gauge),
+
+		profileTTSS:   reg("regime_profile_ttss", metrics.Gauge),
+		profileP50:    reg("regime_profile_p50", metrics.Gauge),
+		profileP99:    reg("regime_profile_p99", metrics.Gauge),
+		profileChecks: reg("regime_profile_checks", metrics.Counter),
 	}
 	return err
 }
@@ -644,10 +657,19 @@ func (rs *runState) testEnd() {
 		st.settled = st.settledView(false)
 		settled := rs.settledSamples(st, st.settled, now)
 		line := settledLine(name, st.settled)
+		checks, checkSamples := rs.profileChecks(st, now)
 		st.mu.Unlock()
 		*out <- metrics.Samples{s}
 		*out <- settled
+		*out <- checkSamples
 		rs.logger.Info(line)
+		for _, c := range checks {
+			if c.Within() {
+				rs.logger.Info("regime: profile: " + c.Text())
+			} else {
+				rs.logger.Warn("regime: profile: " + c.Text())
+			}
+		}
 		switch {
 		case g.held:
 		case g.drifted:

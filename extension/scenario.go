@@ -104,9 +104,10 @@ type gateVerdict struct {
 	// fraction of the scenario's time the final steady state spans (0 when
 	// not steady at the end)
 	fraction float64
-	// drift: the change of the level between the halves of the final
-	// steady state (of the scope that moved most; measured when it spans
-	// stable_windows windows); drifted: beyond median_tolerance
+	// drift: the change of the level from the first to the last third of
+	// the final steady state (of the scope that moved most; measured when it
+	// spans stable_windows windows); drifted: a level that kept moving
+	// beyond median_tolerance (detector.Drift)
 	drifted, measured bool
 	drift             float64
 }
@@ -181,6 +182,9 @@ func (s *scenarioState) scopeFor(endpoint string, onTransition func(*endpointSco
 	}
 	sc := &endpointScope{name: endpoint}
 	dcfg := s.cfg.Detector
+	if p, ok := s.cfg.Priors[endpoint]; ok {
+		dcfg = withPrior(dcfg, p)
+	}
 	dcfg.DropTrace = true // tags and gates are online decisions: Hindsight is never called here
 	dcfg.OnTransition = func(t detector.Transition) { onTransition(sc, t) }
 	if onWindow != nil {

@@ -56,6 +56,7 @@ func (rs *runState) summary() map[string]any {
 		"scenarios":                   scenarios,
 		"dropped_samples":             rs.dropped.Load(),
 		"iterations_without_scenario": rs.noScenarioTag.Load(),
+		"profile":                     rs.profileUse(),
 	}
 }
 

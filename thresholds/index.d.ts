@@ -47,3 +47,25 @@ export interface SettledOptions {
  * Keys of other metrics are skipped; unsupported rules throw.
  */
 export function settled(spec: Thresholds, opts: SettledOptions): Thresholds;
+
+/** How much worse than the profile each figure may be (0.2: 20%). */
+export interface ProfileShares {
+  /** The settled TTSS against the p90 of the profile runs' TTSS. */
+  ttss?: number;
+  /** The settled steady p50 against the median of the profile runs'. */
+  p50?: number;
+  /** The settled steady p99 against the median of the profile runs'. */
+  p99?: number;
+}
+
+export interface ProfiledOptions extends SettledOptions {
+  /** Endpoint names judged per endpoint as well (scope 'endpoint'; p50 and p99). */
+  endpoints?: string[];
+}
+
+/**
+ * Thresholds against a profile of earlier runs (the run reads it with regime.configure's profile setting or
+ * K6_REGIME_PROFILE): regime_profile_ttss/_p50/_p99 value<1+share per scenario (and endpoint), with guards
+ * (regime_profile_checks count>0, regime_settled rate==1) so that nothing passes on no data.
+ */
+export function profiled(spec: ProfileShares, opts: ProfiledOptions): Thresholds;

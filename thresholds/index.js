@@ -212,3 +212,56 @@ export function settled(spec, opts = {}) {
   }
   return merge(out, guards);
 }
+
+// Gates against history: a run set against a profile of earlier runs
+// (regime.configure(options, { profile: 'profile.json' }) or
+// K6_REGIME_PROFILE). At the end of the run the extension pushes, per
+// scenario (and per endpoint the profile has), the run's settled figure
+// divided by the profile's: regime_profile_ttss (against the p90 of the
+// profile runs' TTSS), regime_profile_p50 and regime_profile_p99 (against
+// the median of their steady p50 / p99), and regime_profile_checks (how
+// many figures were compared).
+//
+// profiled({ttss, p50, p99}, {phases, scenarios, scenarioNames, endpoints})
+// returns thresholds that fail when a figure is worse than the profile's by
+// more than the given share (0.2: 20%):
+//   { ttss: 0.2, p50: 0.1 } -> 'regime_profile_ttss{scenario:S}': ['value<1.2'],
+//                              'regime_profile_p50{scenario:S}': ['value<1.1']
+// endpoints: endpoint names to judge per endpoint as well (scope 'endpoint').
+// Guards, so that nothing passes on no data (no profile loaded, no settled
+// steady state, a figure the profile lacks): 'regime_profile_checks{...}':
+// ['count>0'] and 'regime_settled{scenario:S}': ['rate==1'].
+const PROFILE_FIGURES = ['ttss', 'p50', 'p99'];
+
+export function profiled(spec, opts = {}) {
+  const scenarioNames = gatedScenarios(opts.scenarios, opts.phases || [], opts.scenarioNames);
+  if (scenarioNames.length === 0) {
+    throw new Error('thresholds: profiled(): name the scenarios to judge (phases or scenarioNames)');
+  }
+  const figures = Object.entries(spec || {});
+  if (figures.length === 0) {
+    throw new Error(`thresholds: profiled(): give at least one of ${PROFILE_FIGURES.join(', ')} (the share a figure may exceed the profile's by)`);
+  }
+  for (const [figure, share] of figures) {
+    if (!PROFILE_FIGURES.includes(figure)) {
+      throw new Error(`thresholds: profiled(): unknown figure ${JSON.stringify(figure)}; valid: ${PROFILE_FIGURES.join(', ')}`);
+    }
+    if (!(typeof share === 'number' && share >= 0 && Number.isFinite(share))) {
+      throw new Error(`thresholds: profiled(): ${figure} must be a share >= 0 (0.2: 20% worse than the profile), got ${JSON.stringify(share)}`);
+    }
+  }
+  const endpoints = opts.endpoints || [];
+  const out = {};
+  for (const s of scenarioNames) {
+    const scopes = [{ scenario: s }, ...endpoints.map((e) => ({ endpoint: e, scenario: s }))];
+    for (const t of scopes) {
+      for (const [figure, share] of figures) {
+        if (figure === 'ttss' && t.endpoint !== undefined) continue; // TTSS is the scenario's
+        out[formatKey(`regime_profile_${figure}`, t)] = [`value<${+(1 + share).toFixed(6)}`];
+      }
+      out[formatKey('regime_profile_checks', t)] = ['count>0'];
+    }
+    out[formatKey('regime_settled', { scenario: s })] = ['rate==1'];
+  }
+  return out;
+}

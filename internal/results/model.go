@@ -61,7 +61,10 @@ type Summary struct {
 	Warnings            []string                           `json:"warnings"`
 	// Thresholds holds k6's threshold verdicts (metric -> expression -> ok), when given.
 	Thresholds map[string]map[string]bool `json:"thresholds,omitempty"`
-	Extra      map[string]any             `json:"extra,omitempty"`
+	// Profile names the profile that judged the run and its checks (nil:
+	// none; regime.configure's profile setting or K6_REGIME_PROFILE).
+	Profile *ProfileUse    `json:"profile,omitempty"`
+	Extra   map[string]any `json:"extra,omitempty"`
 }
 
 // Scenario is what the detectors found in one scenario, with the iteration
@@ -77,9 +80,10 @@ type Scenario struct {
 	// GateFraction of it.
 	HeldFraction float64 `json:"held_fraction"`
 	GateFraction float64 `json:"gate_fraction"`
-	// LevelDrift is the change of the level between the halves of the
-	// final steady state (0.3: the second half 30% slower); beyond the
-	// detector's median_tolerance the gate fails. Nil when not measured
+	// LevelDrift is the change of the level from the first to the last
+	// third of the final steady state (0.3: 30% slower); the gate fails when
+	// it lies beyond the detector's median_tolerance and the level kept
+	// moving (detector.Drift). Nil when not measured
 	// (not steady at the end, or a steady state shorter than stable_windows
 	// windows, or the benchmark method).
 	LevelDrift *float64 `json:"level_drift"`

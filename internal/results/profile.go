@@ -68,6 +68,16 @@ type ProfileScope struct {
 	// scenario's start); NoSteady counts runs without a settled steady state.
 	WarmupEnd ProfileDist `json:"warmup_end_ms"`
 	NoSteady  int         `json:"no_steady"`
+	// WelchEndMs is where the curve the runs share stops changing (ms from
+	// the scenario's start): the first block after which the median over
+	// the runs of their block medians, each relative to its run's level,
+	// stays within the range it spans over its second half widened by half
+	// its width either side (Welch's
+	// procedure: the average keeps what every run shares). One run's settled
+	// boundary can fall on the first plateau of a warm-up in stages; the
+	// averaged curve still shows the later stages that every run went
+	// through.
+	WelchEndMs float64 `json:"welch_end_ms"`
 	// Level is the median over the runs of their steady level (the median
 	// of their block medians after their boundary); LevelSpread how far the
 	// runs' levels are from it (relative: -0.05 is 5% lower).
@@ -77,6 +87,11 @@ type ProfileScope struct {
 	// run's steady level and tail level, across runs: the 5th and 95th
 	// percentiles of block / level - 1 (relative), and the extremes.
 	Envelope ProfileEnvelope `json:"envelope"`
+	// SteadyP50 and SteadyP99 are the distributions of the runs' settled
+	// steady-state p50 and p99 (ms; iterations for a scenario, requests for
+	// an endpoint): what a run judged against the profile is compared with.
+	SteadyP50 *ProfileDist `json:"steady_p50_ms,omitempty"`
+	SteadyP99 *ProfileDist `json:"steady_p99_ms,omitempty"`
 	// TTSS, OnlineTTSS, ColdStart and ColdExcess are the runs'
 	// distributions (scenario scopes; ms).
 	TTSS       *ProfileDist `json:"ttss_ms,omitempty"`
@@ -356,6 +371,7 @@ func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, or
 	// each run's boundary (ms from the scope's origin) and steady levels
 	var ends, levels []float64
 	var devM, devT []float64
+	var p50s, p99s []float64
 	for k, i := range order {
 		s := sums[i].Scenarios[scenario]
 		st := s.Settled
@@ -365,6 +381,10 @@ func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, or
 		if st == nil || !st.Steady || st.AtMs == 0 {
 			sc.NoSteady++
 			continue
+		}
+		if st.Stats != nil && st.Stats.Count > 0 {
+			p50s = append(p50s, st.Stats.P50Ms)
+			p99s = append(p99s, st.Stats.P99Ms)
 		}
 		end := st.AtMs - origin[k][scenario]
 		ends = append(ends, max(end, 0))
@@ -389,6 +409,10 @@ func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, or
 		}
 	}
 	sc.WarmupEnd = distOf(ends)
+	if len(p50s) > 0 {
+		d50, d99 := distOf(p50s), distOf(p99s)
+		sc.SteadyP50, sc.SteadyP99 = &d50, &d99
+	}
 	if len(levels) > 0 {
 		sc.LevelMs = median64(slices.Clone(levels))
 		lo, hi := slices.Min(levels), slices.Max(levels)
@@ -405,6 +429,7 @@ func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, or
 		sc.Envelope.TailMax = Interval{devT[0], devT[len(devT)-1]}
 	}
 	sc.Envelope.Blocks = len(devM)
+	sc.WelchEndMs = welchEnd(med, sc.Envelope.Median) * p.BlockMs
 	if endpoint == "" {
 		var tt, ot, cs, ce []float64
 		for _, i := range order {
@@ -424,6 +449,74 @@ func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, or
 		sc.TTSS, sc.OnlineTTSS, sc.ColdStart, sc.ColdExcess = &d1, &d2, &d3, &d4
 	}
 	return sc
+}
+
+// welchEnd returns the block where the runs' averaged curve stops
+// changing: each run's block medians (0: no window) relative to its level
+// (the median of its second half), their median per block on a log scale,
+// and the first block after which that curve stays within the range of its
+// second half (or the runs' steady wander where wider), widened by half its
+// width either side.
+func welchEnd(runs [][]float64, wander Interval) float64 {
+	if len(runs) == 0 {
+		return 0
+	}
+	nb := len(runs[0])
+	rel := make([][]float64, len(runs))
+	for k, r := range runs {
+		level := median64(slices.Clone(r[len(r)/2:]))
+		rel[k] = make([]float64, len(r))
+		for b, v := range r {
+			rel[k][b] = math.NaN()
+			if v > 0 && level > 0 {
+				rel[k][b] = math.Log(v / level)
+			}
+		}
+	}
+	var curve []float64
+	for b := range nb {
+		var col []float64
+		for _, r := range rel {
+			if b < len(r) && !math.IsNaN(r[b]) {
+				col = append(col, r[b])
+			}
+		}
+		if len(col) == 0 {
+			continue
+		}
+		slices.Sort(col)
+		curve = append(curve, quantile64(col, 0.5))
+	}
+	n := len(curve)
+	if n < 4 {
+		return 0
+	}
+	// the settled wander: the curve's range over its second half, and the
+	// runs' steady blocks' (5th-95th percentile of their deviation from
+	// their level) where wider; the warm-up ends after the last block of
+	// the first half outside it (MSER's truncation point overshot by 4 s
+	// of a 10 s warm-up on waves of +-10%: it picks the calmest stretch of
+	// the wander)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	if wander.Lo > -1 && wander.Hi > wander.Lo {
+		lo, hi = math.Log1p(wander.Lo), math.Log1p(wander.Hi)
+	}
+	for _, v := range curve[n/2:] {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	// and half its width either side: the wander of the first half need not
+	// stay within the second half's (a wave dipping 1.6% deeper in a test
+	// put the end 13 s late); the prior takes the later of this and the
+	// runs' median boundary, so an early end costs nothing
+	m := (hi - lo) / 2
+	lo, hi = lo-m, hi+m
+	end := 0
+	for i, v := range curve[:n/2] {
+		if v < lo || v > hi {
+			end = i + 1
+		}
+	}
+	return float64(end)
 }
 
 // round4 rounds v to 4 significant digits (profile.json's figures: the
@@ -458,10 +551,12 @@ func (p *Profile) Rounded() *Profile {
 				r(&run[i])
 			}
 		}
-		r(&sc.LevelMs, &sc.LevelSpread.Lo, &sc.LevelSpread.Hi, &sc.Envelope.Median.Lo, &sc.Envelope.Median.Hi,
+		r(&sc.WelchEndMs, &sc.LevelMs, &sc.LevelSpread.Lo, &sc.LevelSpread.Hi, &sc.Envelope.Median.Lo, &sc.Envelope.Median.Hi,
 			&sc.Envelope.MedianMax.Lo, &sc.Envelope.MedianMax.Hi, &sc.Envelope.Tail.Lo, &sc.Envelope.Tail.Hi,
 			&sc.Envelope.TailMax.Lo, &sc.Envelope.TailMax.Hi)
 		rd(&sc.WarmupEnd)
+		rd(sc.SteadyP50)
+		rd(sc.SteadyP99)
 		rd(sc.TTSS)
 		rd(sc.OnlineTTSS)
 		rd(sc.ColdStart)
@@ -481,17 +576,18 @@ func (p *Profile) Text() string {
 			name += "[" + sc.Endpoint + "]"
 		}
 		fmt.Fprintf(&b, "%s:\n", name)
-		fmt.Fprintf(&b, "  warm-up end (settled boundary): median %.1f s, %.1f-%.1f s over %d runs; %d without a settled steady state\n",
-			sc.WarmupEnd.Median/1000, sc.WarmupEnd.Min/1000, sc.WarmupEnd.Max/1000, sc.WarmupEnd.N, sc.NoSteady)
+		fmt.Fprintf(&b, "  warm-up end (settled boundary): median %.1f s, %.1f-%.1f s over %d runs; %d without a settled steady state; the averaged curve settles at %.1f s\n",
+			sc.WarmupEnd.Median/1000, sc.WarmupEnd.Min/1000, sc.WarmupEnd.Max/1000, sc.WarmupEnd.N, sc.NoSteady, sc.WelchEndMs/1000)
 		fmt.Fprintf(&b, "  steady level %.4g ms (runs %+.1f%% .. %+.1f%%); steady block medians %+.1f%% .. %+.1f%% (5th-95th pct; extremes %+.1f%% .. %+.1f%%), tails (p%.3g) %+.1f%% .. %+.1f%%, over %d blocks\n",
 			sc.LevelMs, sc.LevelSpread.Lo*100, sc.LevelSpread.Hi*100, sc.Envelope.Median.Lo*100, sc.Envelope.Median.Hi*100,
 			sc.Envelope.MedianMax.Lo*100, sc.Envelope.MedianMax.Hi*100, sc.TailQuantile, sc.Envelope.Tail.Lo*100, sc.Envelope.Tail.Hi*100, sc.Envelope.Blocks)
 		for _, d := range []struct {
 			name string
 			d    *ProfileDist
-		}{{"TTSS (settled)", sc.TTSS}, {"TTSS (online)", sc.OnlineTTSS}, {"cold-start cost", sc.ColdStart}, {"cold excess", sc.ColdExcess}} {
+		}{{"TTSS (settled)", sc.TTSS}, {"TTSS (online)", sc.OnlineTTSS}, {"cold-start cost", sc.ColdStart}, {"cold excess", sc.ColdExcess},
+			{"steady p50 (settled)", sc.SteadyP50}, {"steady p99 (settled)", sc.SteadyP99}} {
 			if d.d != nil && d.d.N > 0 {
-				fmt.Fprintf(&b, "  %s: median %.0f ms, p90 %.0f ms, %.0f-%.0f ms (%d runs)\n", d.name, d.d.Median, d.d.P90, d.d.Min, d.d.Max, d.d.N)
+				fmt.Fprintf(&b, "  %s: median %.4g ms, p90 %.4g ms, %.4g-%.4g ms (%d runs)\n", d.name, d.d.Median, d.d.P90, d.d.Min, d.d.Max, d.d.N)
 			}
 		}
 	}

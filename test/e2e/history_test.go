@@ -104,60 +104,97 @@ func waitFirstRequest(t *testing.T, addr string) {
 	t.Fatalf("no request reached %s within 30 s", addr)
 }
 
-// TestHistoryOtava: 20 real runs of one script against a service into
-// which two changes are injected at known runs: from run 6 its steady
-// latency is 15% higher, from run 14 its warm-up lasts twice as long
-// (steady state unchanged). The runs go 4 at a time, each started once the
-// previous one's first request arrived (the history's order is the runs'
-// start order); runs that share
-// a batch share the machine's state, so the changes are put inside
-// batches, away from the steps between batches. `k6 x regime history` writes their history;
-// the real Apache Otava, with examples/otava/otava.yaml, reports the first
-// change on the steady p99 column and the second on TTSS, and not the
-// second on the steady p99.
+// historyRuns are 20 real runs of one script against the harness's Go
+// service in step mode, into which two changes are injected at known runs:
+// from run historyChange1 its steady latency is 15% higher, from run
+// historyChange2 its warm-up lasts twice as long (steady state unchanged).
+// The runs go 4 at a time, each started once the previous one's first
+// request arrived (the history's order is the runs' start order); runs that
+// share a batch share the machine's state, so the changes are put inside
+// batches, away from the steps between batches. Made once, for the tests
+// of history and of profiles.
+type historyRuns struct {
+	work, svc, results string
+}
+
+const historyChange1, historyChange2 = 6, 14
+
+var (
+	historyOnce  sync.Once
+	historyFixed *historyRuns
+	historyErr   string
+)
+
+func history(t *testing.T) *historyRuns {
+	t.Helper()
+	historyOnce.Do(func() {
+		root := repoRoot(t)
+		work, err := os.MkdirTemp("", "xk6-regime-history-")
+		if err != nil {
+			historyErr = err.Error()
+			return
+		}
+		h := &historyRuns{work: work, svc: filepath.Join(work, "gosvc"), results: filepath.Join(work, "results")}
+		build := exec.Command("go", "build", "-o", h.svc, "./live/services/gosvc")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			historyErr = fmt.Sprintf("building the harness's Go service: %v: %s", err, out)
+			return
+		}
+		const runs, batch = 20, 4
+		for b := 0; b < runs; b += batch {
+			var wg sync.WaitGroup
+			errs := make([]string, batch)
+			for k := range batch {
+				i := b + k
+				stepAt, to := 2*time.Second, 5*time.Millisecond
+				if i >= historyChange1 {
+					to = 5750 * time.Microsecond // steady latency +15%
+				}
+				if i >= historyChange2 {
+					stepAt = 4 * time.Second // the warm-up twice as long
+				}
+				addr := startStep(t, h.svc, stepAt, 20*time.Millisecond, to)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res := runK6(t, historyScript, map[string]string{
+						"ADDR": addr, "OUT": h.results, "COMMIT": fmt.Sprintf("c%02d", i), "DUR": "10s"})
+					if res.ExitCode != 0 {
+						errs[k] = fmt.Sprintf("run %d: exit %d\n%s\n%s", i, res.ExitCode, res.Stdout, res.Stderr)
+					}
+				}()
+				waitFirstRequest(t, addr) // the next run starts after this one: start order = run order
+			}
+			wg.Wait()
+			for _, e := range errs {
+				if e != "" {
+					historyErr = e
+					return
+				}
+			}
+		}
+		historyFixed = h
+	})
+	if historyErr != "" {
+		t.Fatal(historyErr)
+	}
+	return historyFixed
+}
+
+// TestHistoryOtava: `k6 x regime history` writes the history of the 20
+// runs of history(); the real Apache Otava, with examples/otava/otava.yaml,
+// reports the first change on the steady p50 column and the second on
+// TTSS, and not the second on the steady p50. (Not on the steady p99: the
+// service time is 15% longer, but the p99 of 800 requests of 4 k6
+// processes sharing 2 cores is the machine's scheduling more than the
+// service; Otava found a -15% step in it at run 13 of one run of this test.)
 func TestHistoryOtava(t *testing.T) {
 	otava := otavaBinary(t)
 	root := repoRoot(t)
-	work := t.TempDir()
-	svc := filepath.Join(work, "gosvc")
-	build := exec.Command("go", "build", "-o", svc, "./live/services/gosvc")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "building the harness's Go service: %s", out)
-
-	const runs, batch = 20, 4
-	const change1, change2 = 6, 14
-	resultsDir := filepath.Join(work, "results")
-	for b := 0; b < runs; b += batch {
-		var wg sync.WaitGroup
-		errs := make([]string, batch)
-		for k := range batch {
-			i := b + k
-			stepAt, to := 2*time.Second, 5*time.Millisecond
-			if i >= change1 {
-				to = 5750 * time.Microsecond // steady latency +15%
-			}
-			if i >= change2 {
-				stepAt = 4 * time.Second // the warm-up twice as long
-			}
-			addr := startStep(t, svc, stepAt, 20*time.Millisecond, to)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res := runK6(t, historyScript, map[string]string{
-					"ADDR": addr, "OUT": resultsDir, "COMMIT": fmt.Sprintf("c%02d", i), "DUR": "10s"})
-				if res.ExitCode != 0 {
-					errs[k] = fmt.Sprintf("run %d: exit %d\n%s\n%s", i, res.ExitCode, res.Stdout, res.Stderr)
-				}
-			}()
-			waitFirstRequest(t, addr) // the next run starts after this one: start order = run order
-		}
-		wg.Wait()
-		for _, e := range errs {
-			require.Empty(t, e)
-		}
-	}
-
+	h := history(t)
+	work, resultsDir := t.TempDir(), h.results
+	const runs, change1, change2 = 20, historyChange1, historyChange2
 	hist := filepath.Join(work, "history.csv")
 	code, txt := regimeCmd(t, "history", "--out", hist, resultsDir)
 	require.Equal(t, 0, code, txt)
@@ -251,10 +288,10 @@ func TestHistoryOtava(t *testing.T) {
 	// a change point is the first run after the change (the next one is
 	// accepted: one run's noise can hide the first)
 	label := func(i int) string { return fmt.Sprintf("c%02d", i) }
-	require.True(t, near(at["load.steady_p99_ms"], label(change1), label(change1+1)),
-		"steady p99 +15%% from run %d: Otava found %v", change1, at["load.steady_p99_ms"])
+	require.True(t, near(at["load.steady_p50_ms"], label(change1), label(change1+1)),
+		"steady latency +15%% from run %d: Otava found %v on steady_p50_ms", change1, at["load.steady_p50_ms"])
 	require.True(t, near(at["load.ttss_ms"], label(change2), label(change2+1)),
 		"warm-up twice as long from run %d: Otava found %v on ttss_ms", change2, at["load.ttss_ms"])
-	require.False(t, near(at["load.steady_p99_ms"], label(change2), label(change2+1)),
-		"the longer warm-up left the steady p99 unchanged: Otava found %v", at["load.steady_p99_ms"])
+	require.False(t, near(at["load.steady_p50_ms"], label(change2), label(change2+1)),
+		"the longer warm-up left the steady p50 unchanged: Otava found %v", at["load.steady_p50_ms"])
 }

@@ -1,0 +1,121 @@
+package extension
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"go.k6.io/k6/v2/metrics"
+
+	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/results"
+)
+
+// profileEnv names the environment variable that gives a profile.json to
+// a run (CI sets it; it wins over regime.configure's profile setting).
+const profileEnv = "K6_REGIME_PROFILE"
+
+// loadProfile reads the profile of a run and fits it to the script: every
+// declared scenario gets the priors of its scopes (the scenario, and each
+// endpoint the profile has), which its detectors take as they are made.
+func loadProfile(cfg *config, path string) error {
+	p, err := results.LoadProfile(path)
+	if err != nil {
+		return err
+	}
+	if err := p.MatchScenarios(cfg.Declared); err != nil {
+		return fmt.Errorf("%w (%s)", err, path)
+	}
+	if cfg.Scenarios == nil {
+		cfg.Scenarios = map[string]scenarioConfig{}
+	}
+	for _, name := range cfg.Declared {
+		sc := cfg.forScenario(name)
+		if sc.Detector.Method != detector.MethodService {
+			return fmt.Errorf("profile: scenario %s uses the detector method %q; a profile's prior needs %q",
+				name, sc.Detector.Method, detector.MethodService)
+		}
+		sc.Priors = map[string]results.Prior{}
+		for _, scope := range p.Scopes {
+			if scope.Scenario == name {
+				if pr := scope.Prior(); pr.Ok {
+					sc.Priors[scope.Endpoint] = pr
+				}
+			}
+		}
+		cfg.Scenarios[name] = sc
+	}
+	cfg.Profile, cfg.ProfilePath = p, path
+	return nil
+}
+
+// withPrior returns a detector configuration with the prior of a scope.
+func withPrior(c detector.Config, p results.Prior) detector.Config {
+	c.PriorWarmup = detector.Duration(time.Duration(p.WarmupMs * float64(time.Millisecond)))
+	c.PriorLevel, c.PriorLevelLow, c.PriorLevelHigh = p.LevelMs, p.Low, p.High
+	return c
+}
+
+// profileChecks sets a scenario's settled view against the run's profile
+// (none without one) and returns the checks with their samples:
+// regime_profile_ttss, _p50 and _p99 (the run's figure / the profile's),
+// and regime_profile_checks (the figures compared: 0 when the run has none
+// to compare, so that a count>0 guard fails). Callers hold st.mu.
+func (rs *runState) profileChecks(st *scenarioState, now time.Time) ([]results.ProfileCheck, metrics.Samples) {
+	cfg := rs.cfg.Load()
+	if cfg == nil || cfg.Profile == nil {
+		return nil, nil
+	}
+	checks := cfg.Profile.CheckSettled(st.name, st.settled)
+	var out metrics.Samples
+	// the endpoints' samples first, the scenario's last: a threshold on
+	// regime_profile_p50{scenario:S} also matches the endpoints' samples,
+	// and k6 judges a gauge's last value
+	var endpoints []string
+	counts := map[string]float64{}
+	for _, c := range checks {
+		if _, seen := counts[c.Endpoint]; !seen && c.Endpoint != "" {
+			endpoints = append(endpoints, c.Endpoint)
+		}
+		counts[c.Endpoint] += 0
+	}
+	sort.Strings(endpoints)
+	for _, ep := range append(endpoints, "") {
+		for _, c := range checks {
+			if c.Endpoint != ep || c.Ratio == nil {
+				continue
+			}
+			counts[ep]++
+			m := map[string]*metrics.Metric{results.CheckTTSS: rs.m.profileTTSS, results.CheckP50: rs.m.profileP50, results.CheckP99: rs.m.profileP99}[c.Figure]
+			out = append(out, rs.scopeSample(m, st, ep, now, *c.Ratio))
+		}
+		out = append(out, rs.scopeSample(rs.m.profileChecks, st, ep, now, counts[ep]))
+	}
+	rs.profileMu.Lock()
+	rs.profileResults = append(rs.profileResults, checks...)
+	rs.profileMu.Unlock()
+	return checks, out
+}
+
+// scopeSample is a sample with the scenario's tags (and the endpoint's).
+func (rs *runState) scopeSample(m *metrics.Metric, st *scenarioState, endpoint string, t time.Time, v float64) metrics.Sample {
+	s := rs.sample(m, st, t, v)
+	if endpoint != "" {
+		s.Tags = s.Tags.With(st.cfg.EndpointTag, endpoint)
+	}
+	return s
+}
+
+// profileUse is summary.json's profile: which profile judged the run, and
+// its checks (nil without a profile).
+func (rs *runState) profileUse() *results.ProfileUse {
+	cfg := rs.cfg.Load()
+	if cfg == nil || cfg.Profile == nil {
+		return nil
+	}
+	u := cfg.Profile.Use(cfg.ProfilePath)
+	rs.profileMu.Lock()
+	u.Checks = append(u.Checks, rs.profileResults...)
+	rs.profileMu.Unlock()
+	return u
+}

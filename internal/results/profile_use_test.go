@@ -1,0 +1,146 @@
+package results
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fiveRunProfile is the profile of five runs like TestBuildProfile's, whose
+// settled steady p50 is 5.0-5.4 ms and p99 20-24 ms.
+func fiveRunProfile(t *testing.T) *Profile {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	var in []ProfileInput
+	for i, w := range []float64{8, 9, 10, 11, 12} {
+		r := profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 60, w, 0.1)
+		r.Summary.Scenarios["load"].Settled.Stats = &SettledStats{Count: 5000, P50Ms: 5 + 0.1*float64(i), P99Ms: 20 + float64(i)}
+		in = append(in, r)
+	}
+	p, err := BuildProfile(in, ProfileOptions{})
+	require.NoError(t, err)
+	return p
+}
+
+func writeProfile(t *testing.T, v any) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "profile.json")
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	return path
+}
+
+// TestLoadProfileRefuses: a missing, damaged or foreign file, a newer
+// schema and an empty profile are errors that say which and why.
+func TestLoadProfileRefuses(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := LoadProfile(filepath.Join(dir, "nope.json"))
+	require.ErrorContains(t, err, "no such file")
+
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"schema": 1, "scopes": [`), 0o600))
+	_, err = LoadProfile(bad)
+	require.ErrorContains(t, err, "is damaged or not JSON")
+
+	_, err = LoadProfile(writeProfile(t, map[string]any{"scopes": []any{}}))
+	require.ErrorContains(t, err, "has no schema field: not a profile.json")
+	_, err = LoadProfile(writeProfile(t, map[string]any{"schema": ProfileSchema + 1, "scopes": []any{}}))
+	require.ErrorContains(t, err, "written by a newer version; this k6 reads schema 1 or older")
+	_, err = LoadProfile(writeProfile(t, map[string]any{"schema": 1, "scopes": []any{}}))
+	require.ErrorContains(t, err, "holds no scenario")
+	_, err = LoadProfile(writeProfile(t, map[string]any{"schema": 1, "scopes": []any{map[string]any{"scenario": "a", "level_ms": "fast"}}}))
+	require.ErrorContains(t, err, "is damaged")
+
+	p := fiveRunProfile(t)
+	back, err := LoadProfile(writeProfile(t, p.Rounded()))
+	require.NoError(t, err)
+	require.Equal(t, []string{"load"}, back.Scenarios())
+	require.NoError(t, back.MatchScenarios([]string{"load"}))
+	require.ErrorContains(t, back.MatchScenarios([]string{"browse", "load"}),
+		"it was learnt from scenarios load, the script declares browse, load")
+}
+
+// TestProfilePrior: the prior is the runs' median settled boundary and
+// steady level, with a band of levels at least +-10%; nothing without a
+// settled steady state.
+func TestProfilePrior(t *testing.T) {
+	t.Parallel()
+	p := fiveRunProfile(t)
+	pr := p.Scope("load", "").Prior()
+	require.True(t, pr.Ok)
+	sc := p.Scope("load", "")
+	require.InDelta(t, 10000, sc.WelchEndMs, 3000, "the averaged curve settles with the runs' warm-ups (8-12 s)")
+	require.Equal(t, max(10000, sc.WelchEndMs), pr.WarmupMs, "the later of the median settled boundary and the averaged curve's")
+	require.InDelta(t, 5, pr.LevelMs, 0.5)
+	require.LessOrEqual(t, pr.Low, -0.1)
+	require.GreaterOrEqual(t, pr.High, 0.1)
+	require.False(t, (&ProfileScope{}).Prior().Ok)
+	require.False(t, (*ProfileScope)(nil).Prior().Ok)
+	require.Nil(t, p.Scope("load", "nope"))
+}
+
+// TestProfileChecks: a run like the profile's is within it on every
+// figure; one whose steady p50 is 20% higher and whose warm-up is twice as
+// long is beyond it, and the text names the figure, the profile's value and
+// the run's; a run without a settled steady state has no figure, which
+// never passes.
+func TestProfileChecks(t *testing.T) {
+	t.Parallel()
+	p := fiveRunProfile(t)
+	ttss := func(v float64) *float64 { return &v }
+	like := &Settled{Steady: true, TTSSMs: ttss(10500), Stats: &SettledStats{Count: 5000, P50Ms: 5.2, P99Ms: 22}}
+	checks := p.CheckSettled("load", like)
+	require.Len(t, checks, 3)
+	for _, c := range checks {
+		require.True(t, c.Within(), c.Text())
+	}
+	fails, err := ProfileFailures(checks, nil)
+	require.NoError(t, err)
+	require.Empty(t, fails)
+
+	slower := &Settled{Steady: true, TTSSMs: ttss(21000), Stats: &SettledStats{Count: 5000, P50Ms: 6.24, P99Ms: 22}}
+	checks = p.CheckSettled("load", slower)
+	byFigure := map[string]ProfileCheck{}
+	for _, c := range checks {
+		byFigure[c.Figure] = c
+	}
+	require.False(t, byFigure[CheckTTSS].Within())
+	require.Equal(t, "load: TTSS 21.00 s, the profile's p90 11.60 s: x1.81, beyond the profile's runs (their largest x1.03)", byFigure[CheckTTSS].Text())
+	require.False(t, byFigure[CheckP50].Within())
+	require.Equal(t, "load: steady p50 6.24 ms, the profile's median 5.2 ms: x1.20, beyond the profile's runs (their largest x1.04)", byFigure[CheckP50].Text())
+	require.True(t, byFigure[CheckP99].Within())
+	fails, err = ProfileFailures(checks, nil)
+	require.NoError(t, err)
+	require.Len(t, fails, 2)
+	b, err := ParseBudgets("ttss=+100%,p50=+25%")
+	require.NoError(t, err)
+	fails, err = ProfileFailures(checks, b)
+	require.NoError(t, err)
+	require.Empty(t, fails, "within budgets that allow it")
+	b, err = ParseBudgets("p95=+10%")
+	require.NoError(t, err)
+	_, err = ProfileFailures(checks, b)
+	require.ErrorContains(t, err, "a profile judges ttss, p50 and p99 only")
+
+	none := p.CheckSettled("load", &Settled{Steady: false})
+	require.Len(t, none, 3)
+	for _, c := range none {
+		require.Nil(t, c.RunMs)
+		require.False(t, c.Within())
+		require.Contains(t, c.Text(), "none in this run (no settled steady state)")
+	}
+	fails, err = ProfileFailures(none, b[:0])
+	require.NoError(t, err)
+	require.Len(t, fails, 3)
+
+	_, err = p.CheckRun(&Summary{Scenarios: map[string]*Scenario{"other": {}}})
+	require.ErrorContains(t, err, "learnt from scenarios load, the script declares other")
+}
