@@ -146,12 +146,18 @@ accuracy: build
 	$(K6) x regime detect --group fork --column seconds_per_op $(CORPUS)/series/*.csv.gz > .cache/accuracy.jsonl && \
 	$(GO) run ./tools/accuracy -corpus $(CORPUS) -detect-output .cache/accuracy.jsonl
 
-## live: the live tag-quality harness (real Go, Node, JVM, demo, demo + PostgreSQL, slowdown, drift and step services driven by ./k6, judged against an offline reference; LIVE_RUNS=5, LIVE_CASES=all, about 2 h)
+## live: the live tag-quality harness (real Go, Node, JVM, CPython, demo, demo + PostgreSQL, cache, slowdown, drift and step services driven by ./k6, judged against the consensus of the repeated runs; LIVE_RUNS=5, LIVE_CASES=all, about 2.5 h)
 LIVE_RUNS ?= 5
 LIVE_CASES ?= all
 .PHONY: live
 live: build build-demo
 	$(GO) run ./live/cmd/live -runs $(LIVE_RUNS) -cases $(LIVE_CASES)
+
+## live-profile: the harness with profiles: LIVE_RUNS runs of the flat control, Node, two HotSpot mixes and the demo on PostgreSQL, a profile learnt from them, as many runs again with it (about 1.5 h)
+LIVE_PROFILE_CASES ?= go-io/open,node/open,jvm-sha/open,jvm-mixed/open,demo-pg/open
+.PHONY: live-profile
+live-profile: build build-demo
+	$(GO) run ./live/cmd/live -runs $(LIVE_RUNS) -cases $(LIVE_PROFILE_CASES) -profile
 
 ## live-short: the short form of the harness (the go-io flat control and the demo service's pool warm-up, 60 s each; make test runs it)
 .PHONY: live-short

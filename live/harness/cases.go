@@ -2,8 +2,10 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,6 +20,31 @@ type Case struct {
 	// Settings is the regime.configure settings JSON ("" = the defaults,
 	// which is what the harness judges).
 	Settings string
+	// Profiled: the runs read a profile of earlier runs of the case
+	// (Settings names it; Profiled judges them by the profile's targets).
+	Profiled bool
+}
+
+// WithProfile is the case whose runs read the profile at path (the harness's
+// -profile mode), named NAME+profile.
+func (c Case) WithProfile(path string) Case {
+	b, _ := json.Marshal(map[string]any{"seriesLimit": 1000000, "profile": path})
+	c.Name += "+profile"
+	c.Settings, c.Profiled = string(b), true
+	return c
+}
+
+// BuildProfile writes the profile of results folders to out with the
+// project's k6 (k6 x regime profile).
+func (e *Env) BuildProfile(ctx context.Context, dirs []string, out string) error {
+	args := append([]string{"x", "regime", "profile", "--out", out}, dirs...)
+	cmd := exec.CommandContext(ctx, e.K6, args...)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("k6 x regime profile: %w\n%s", err, b)
+	}
+	e.logf("%s", strings.TrimSpace(string(b)))
+	return nil
 }
 
 // Open is the open model of the harness: constant-arrival-rate, the rate

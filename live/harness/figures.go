@@ -63,8 +63,10 @@ type Quality struct {
 	Contamination *float64 `json:"contamination"`
 	// Coverage is the share of the reference's steady iterations called steady.
 	Coverage *float64 `json:"coverage"`
-	// P99Distortion is p99(called steady) / p99(reference steady) - 1.
+	// P99Distortion is p99(called steady) / p99(reference steady) - 1;
+	// P50Distortion the same of the medians.
 	P99Distortion *float64 `json:"p99_distortion"`
+	P50Distortion *float64 `json:"p50_distortion,omitempty"`
 	// TTSSError is the online steady start minus the reference boundary, s.
 	TTSSError *float64 `json:"ttss_error_s,omitempty"`
 	Steady    int      `json:"steady"`
@@ -96,6 +98,9 @@ const (
 	MinCoverage       = 0.80
 	MaxP99Distortion  = 0.10
 	MaxWarmupRelapses = 1
+	// with a profile of 5 earlier runs (issue: warm-up profiles)
+	ProfileMinCoverage      = 0.95
+	ProfileMaxP50Distortion = 0.03
 	// the settled view's targets (it has the whole run in hand)
 	SettledMaxContamination = 0.005
 	SettledMinCoverage      = 0.95
@@ -144,6 +149,7 @@ func quality(it []Iteration, ref Reference, steady func(int) bool) Quality {
 		q.Coverage = ptr(float64(len(both)) / float64(len(refSteady)))
 		if len(tagged) >= 100 {
 			q.P99Distortion = ptr(p99(tagged)/p99(refSteady) - 1)
+			q.P50Distortion = ptr(median(tagged)/median(refSteady) - 1)
 		}
 	}
 	return q
@@ -160,17 +166,42 @@ func Judge(c Case, run int, out *RunOutput) *Figures {
 // consensus of all of them when there are ConsensusMinRuns or more, else
 // each against its single-run reference.
 func JudgeCase(c Case, outs map[int]*RunOutput) (*Consensus, []*Figures, error) {
+	cons, figs, err := JudgeVariants([]Case{c}, []map[int]*RunOutput{outs})
+	if err != nil {
+		return nil, nil, err
+	}
+	return cons, figs[0], nil
+}
+
+// JudgeVariants judges the runs of variants of one case (the same service
+// and load, e.g. without and with a profile) against the consensus of all
+// their runs: outs[i] are the runs of variants[i] by run number.
+func JudgeVariants(variants []Case, outs []map[int]*RunOutput) (*Consensus, [][]*Figures, error) {
 	var runs []RunSeries
-	for run, out := range outs {
-		runs = append(runs, RunSeries{Run: run, Series: out.Series})
+	type key struct{ variant, run int }
+	var keys []key
+	for i, o := range outs {
+		for run, out := range o {
+			keys = append(keys, key{i, run})
+			runs = append(runs, RunSeries{Run: len(runs), Series: out.Series})
+		}
 	}
 	cons, refs, err := CaseReferences(runs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("%s: %w", variants[0].Name, err)
 	}
-	var figs []*Figures
-	for _, run := range sortedRuns(refs) {
-		figs = append(figs, JudgeWith(c, run, outs[run], refs[run]))
+	figs := make([][]*Figures, len(variants))
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool {
+		ka, kb := keys[order[a]], keys[order[b]]
+		return ka.variant < kb.variant || (ka.variant == kb.variant && ka.run < kb.run)
+	})
+	for _, i := range order {
+		k := keys[i]
+		figs[k.variant] = append(figs[k.variant], JudgeWith(variants[k.variant], k.run, outs[k.variant][k.run], refs[i]))
 	}
 	return cons, figs, nil
 }
@@ -340,6 +371,21 @@ func checks(c Case, f *Figures) []Check {
 	var out []Check
 	add := func(name string, ok bool, got string) { out = append(out, Check{Name: name, OK: ok, Got: got}) }
 	add("consistent gate", len(f.Inconsistencies) == 0, strings.Join(f.Inconsistencies, "; "))
+	if c.Profiled && (c.Kind == KindWarmup || c.Kind == KindFlat) {
+		// with a profile: the gate right, <= 1 relapse, the steady segment
+		// the runs agree on covered, its p50 and p99 kept
+		if !f.Ref.Steady || f.Ref.Boundary > f.Duration/2 {
+			add("reference steady over half the run", false, fmt.Sprintf("reference: %s (not judged)", f.Ref.Class))
+			return out
+		}
+		q := f.Online
+		add("exit 0", f.ExitCode == 0, strconv.Itoa(f.ExitCode))
+		add(fmt.Sprintf("<= %d relapse", MaxWarmupRelapses), f.Relapses <= MaxWarmupRelapses, strconv.FormatInt(f.Relapses, 10))
+		add(fmt.Sprintf("coverage >= %g%%", 100*ProfileMinCoverage), q.Coverage != nil && *q.Coverage >= ProfileMinCoverage, fmtPct(q.Coverage))
+		add(fmt.Sprintf("|p50 distortion| <= %g%%", 100*ProfileMaxP50Distortion), q.P50Distortion != nil && math.Abs(*q.P50Distortion) <= ProfileMaxP50Distortion, fmtPct(q.P50Distortion))
+		add(fmt.Sprintf("|p99 distortion| <= %g%%", 100*MaxP99Distortion), q.P99Distortion != nil && math.Abs(*q.P99Distortion) <= MaxP99Distortion, fmtPct(q.P99Distortion))
+		return out
+	}
 	switch c.Kind {
 	case KindFlat:
 		sq := f.Settled

@@ -114,7 +114,8 @@ func ReplayQuality(it []Iteration, ref Reference, rp *Replayed) Quality {
 // ReplayFigures returns the figures of a run judged again with the online
 // tags replayed by cfg instead of those k6 recorded (the exit code is the
 // gate's: 0 held, 99 not; the five-way consistency is k6's and is not
-// checked).
+// checked), and the settled view computed again from the series by the
+// current code.
 func ReplayFigures(c Case, f *Figures, out *RunOutput, cfg detector.Config, gateFraction float64) (*Figures, error) {
 	rp, err := ReplayOnline(out.Series, cfg, gateFraction)
 	if err != nil {
@@ -133,6 +134,8 @@ func ReplayFigures(c Case, f *Figures, out *RunOutput, cfg detector.Config, gate
 		g.ExitCode = 0
 	}
 	g.Inconsistencies = nil
+	sv := ReplaySettled(out.Series, detector.DefaultSettleConfig())
+	g.Settled, g.SettledClass, g.SettledSource = SettledQuality(out.Series, f.Ref, sv), sv.Class.String(), "replay"
 	g.StepViolations = 0
 	if c.Kind == KindStep {
 		drop := stepDrop(out.Series)

@@ -119,10 +119,10 @@ func largestMagnitude(v []float64) float64 {
 // WriteTable writes the README's tag-quality table: per case the median and
 // worst run of each figure, online beside the schedule-cut baseline.
 func WriteTable(w io.Writer, sums []*Summary) {
-	fmt.Fprintln(w, "| case | runs | exit 0 | relapses | declared s | contamination % | coverage % | p99 distortion % | TTSS err s | reference | baseline contamination % | baseline coverage % | baseline p99 % | checks |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| case | runs | exit 0 | relapses | declared s | contamination % | coverage % | p50 distortion % | p99 distortion % | TTSS err s | reference | baseline contamination % | baseline coverage % | baseline p99 % | checks |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range sums {
-		var rel, decl, con, cov, p9, te, bcon, bcov, bp9 stat
+		var rel, decl, con, cov, p5, p9, te, bcon, bcov, bp9 stat
 		exit0 := 0
 		classes := map[string]int{}
 		var bounds []float64
@@ -135,6 +135,7 @@ func WriteTable(w io.Writer, sums []*Summary) {
 			decl.add(f.DeclaredAfter)
 			con.add(f.Online.Contamination)
 			cov.add(f.Online.Coverage)
+			p5.add(f.Online.P50Distortion)
 			p9.add(f.Online.P99Distortion)
 			te.add(f.Online.TTSSError)
 			bcon.add(f.Baseline.Contamination)
@@ -165,9 +166,9 @@ func WriteTable(w io.Writer, sums []*Summary) {
 				passed++
 			}
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |\n",
 			s.Case.Name, len(s.Runs), exit0, rel.cell(1, 0, highest), decl.cell(1, 1, highest),
-			con.cell(100, 1, highest), cov.cell(100, 1, lowest), p9.cell(100, 1, largestMagnitude), te.cell(1, 1, largestMagnitude),
+			con.cell(100, 1, highest), cov.cell(100, 1, lowest), p5.cell(100, 1, largestMagnitude), p9.cell(100, 1, largestMagnitude), te.cell(1, 1, largestMagnitude),
 			ref, bcon.cell(100, 1, highest), bcov.cell(100, 1, lowest), bp9.cell(100, 1, largestMagnitude), passed, len(s.Runs))
 	}
 }

@@ -34,16 +34,23 @@ func main() {
 func run() int {
 	cases := flag.String("cases", "all", "cases to run: all, short, or names separated by commas")
 	runs := flag.Int("runs", 5, "repeated runs per case (1-50)")
+	firstRun := flag.Int("first-run", 1, "number of the first run (to add runs to an earlier batch: -from then reads both figures.json)")
 	out := flag.String("out", "", "folder for the results and figures (default: .cache/live/<UTC time>)")
 	k6 := flag.String("k6", "./k6", "the k6 binary with the extension")
 	demo := flag.String("demo", "./bin/demo-service", "the demo service binary")
 	from := flag.String("from", "", "run nothing: print the table of figures.json files (comma-separated) of earlier runs")
 	rejudge := flag.Bool("rejudge", false, "with -from: judge the runs' results folders again (after a change of the reference)")
+	withProfile := flag.Bool("profile", false, "after the runs of each case, learn a profile from them (k6 x regime profile) and run "+
+		"the case as many times again with it (NAME+profile); both judged against the consensus of all the runs")
 	replay := flag.String("replay", "", "with -from: judge instead the online tags a detector configuration (JSON, over the service preset, "+
 		"as regime.configure's detector option) would have given on the recorded runs; implies -rejudge")
 	flag.Parse()
 	if *runs < 1 || *runs > 50 {
 		fmt.Fprintf(os.Stderr, "live: -runs must be 1..50, got %d\n", *runs)
+		return 2
+	}
+	if *firstRun < 1 || *firstRun > 50 {
+		fmt.Fprintf(os.Stderr, "live: -first-run must be 1..50, got %d\n", *firstRun)
 		return 2
 	}
 	selected, err := harness.SelectCases(*cases)
@@ -109,24 +116,53 @@ func run() int {
 	// consensus of its runs
 	var prelim []*harness.Figures
 	outs := map[string]map[int]*harness.RunOutput{}
-	for r := 1; r <= *runs; r++ {
-		for _, c := range selected {
-			f, o, err := env.RunCase(ctx, c, r, filepath.Join(*out, "runs"))
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "live:", err)
-				return 2
-			}
-			fmt.Println("(single-run reference)", harness.RunLine(f))
-			prelim = append(prelim, f)
-			if outs[c.Name] == nil {
-				outs[c.Name] = map[int]*harness.RunOutput{}
-			}
-			outs[c.Name][r] = o
-			if err := writeJSON(filepath.Join(*out, "figures.json"), prelim); err != nil {
-				fmt.Fprintln(os.Stderr, "live:", err)
-				return 2
+	runAll := func(cases []harness.Case) int {
+		for r := *firstRun; r < *firstRun+*runs; r++ {
+			for _, c := range cases {
+				f, o, err := env.RunCase(ctx, c, r, filepath.Join(*out, "runs"))
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "live:", err)
+					return 2
+				}
+				fmt.Println("(single-run reference)", harness.RunLine(f))
+				prelim = append(prelim, f)
+				if outs[c.Name] == nil {
+					outs[c.Name] = map[int]*harness.RunOutput{}
+				}
+				outs[c.Name][r] = o
+				if err := writeJSON(filepath.Join(*out, "figures.json"), prelim); err != nil {
+					fmt.Fprintln(os.Stderr, "live:", err)
+					return 2
+				}
 			}
 		}
+		return 0
+	}
+	if code := runAll(selected); code != 0 {
+		return code
+	}
+	if *withProfile {
+		var profiled []harness.Case
+		for _, c := range selected {
+			var dirs []string
+			for r := *firstRun; r < *firstRun+*runs; r++ {
+				dirs = append(dirs, outs[c.Name][r].Dir)
+			}
+			path := filepath.Join(*out, "profiles", strings.NewReplacer("/", "-").Replace(c.Name)+".json")
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				fmt.Fprintln(os.Stderr, "live:", err)
+				return 2
+			}
+			if err := env.BuildProfile(ctx, dirs, path); err != nil {
+				fmt.Fprintf(os.Stderr, "live: %s: %v\n", c.Name, err)
+				return 2
+			}
+			profiled = append(profiled, c.WithProfile(path))
+		}
+		if code := runAll(profiled); code != 0 {
+			return code
+		}
+		selected = withVariants(selected, profiled)
 	}
 	figs, cons, err := judgeCases(selected, outs)
 	if err != nil {
@@ -145,23 +181,46 @@ func run() int {
 	return report(selected, figs, cons)
 }
 
+// withVariants lists each case followed by its profiled variant.
+func withVariants(cases, profiled []harness.Case) []harness.Case {
+	var out []harness.Case
+	for i, c := range cases {
+		out = append(out, c, profiled[i])
+	}
+	return out
+}
+
 // judgeCases judges every case's runs against the consensus of its runs
-// (or, with fewer than harness.ConsensusMinRuns, each against its own).
+// (or, with fewer than harness.ConsensusMinRuns, each against its own); a
+// case's profiled variant (NAME+profile, right after it) shares its
+// consensus.
 func judgeCases(cases []harness.Case, outs map[string]map[int]*harness.RunOutput) ([]*harness.Figures, map[string]*harness.Consensus, error) {
 	var figs []*harness.Figures
 	cons := map[string]*harness.Consensus{}
-	for _, c := range cases {
-		if len(outs[c.Name]) == 0 {
+	for i := 0; i < len(cases); i++ {
+		c := cases[i]
+		variants := []harness.Case{c}
+		if i+1 < len(cases) && cases[i+1].Name == c.Name+"+profile" {
+			variants = append(variants, cases[i+1])
+			i++
+		}
+		var vouts []map[int]*harness.RunOutput
+		for _, v := range variants {
+			vouts = append(vouts, outs[v.Name])
+		}
+		if len(vouts[0]) == 0 {
 			continue
 		}
-		cn, some, err := harness.JudgeCase(c, outs[c.Name])
+		cn, some, err := harness.JudgeVariants(variants, vouts)
 		if err != nil {
 			return nil, nil, err
 		}
 		if cn != nil {
 			cons[c.Name] = cn
 		}
-		figs = append(figs, some...)
+		for _, f := range some {
+			figs = append(figs, f...)
+		}
 	}
 	return figs, cons, nil
 }
@@ -192,7 +251,7 @@ func report(cases []harness.Case, figs []*harness.Figures, cons map[string]*harn
 
 // table prints the table of earlier runs' figures; with rejudge, the runs'
 // results folders are judged again (by case, against their consensus).
-func table(cases []harness.Case, files []string, rejudge bool, replay *detector.Config, out string) int {
+func table(selected []harness.Case, files []string, rejudge bool, replay *detector.Config, out string) int {
 	var figs []*harness.Figures
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -206,6 +265,19 @@ func table(cases []harness.Case, files []string, rejudge bool, replay *detector.
 			return 2
 		}
 		figs = append(figs, some...)
+	}
+	// the cases, each followed by its profiled variant when the files hold
+	// runs of it
+	seen := map[string]bool{}
+	for _, f := range figs {
+		seen[f.Case] = true
+	}
+	var cases []harness.Case
+	for _, c := range selected {
+		cases = append(cases, c)
+		if seen[c.Name+"+profile"] {
+			cases = append(cases, c.WithProfile(""))
+		}
 	}
 	if !rejudge {
 		sums := harness.Summarize(cases, figs)
