@@ -184,12 +184,19 @@ func (p *Profile) CheckSettled(scenario string, v *Settled) []ProfileCheck {
 			return
 		}
 		steady := v != nil && v.Steady
-		one := func(figure string, d *ProfileDist, ref float64, run func() (float64, bool)) {
-			if d == nil || d.N == 0 || ref <= 0 {
+		// floor: figures below it count as it (a TTSS of 0 and one of a
+		// block are the same settled boundary at the profile's resolution)
+		one := func(figure string, d *ProfileDist, ref, floor float64, run func() (float64, bool)) {
+			if d == nil || d.N == 0 {
 				return
 			}
-			c := ProfileCheck{Scenario: scenario, Endpoint: endpoint, Figure: figure, ProfileMs: ref, Spread: d.Max / ref}
+			ref = max(ref, floor)
+			if ref <= 0 {
+				return
+			}
+			c := ProfileCheck{Scenario: scenario, Endpoint: endpoint, Figure: figure, ProfileMs: ref, Spread: max(d.Max, floor) / ref}
 			if x, ok := run(); ok && steady {
+				x = max(x, floor)
 				r := x / ref
 				c.RunMs, c.Ratio = &x, &r
 			}
@@ -202,11 +209,13 @@ func (p *Profile) CheckSettled(scenario string, v *Settled) []ProfileCheck {
 		if endpoint == "" && ttss != nil {
 			// the profile's TTSS p90: a run as slow to settle as one in ten of
 			// the profile's is still like them
-			one(CheckTTSS, ttss, max(ttss.P90, 1), func() (float64, bool) {
+			// floored at one block: a flat service's TTSS is 0 in one run
+			// and a block in the next
+			one(CheckTTSS, ttss, ttss.P90, max(p.BlockMs, 1), func() (float64, bool) {
 				if v == nil || v.TTSSMs == nil {
 					return 0, false
 				}
-				return max(*v.TTSSMs, 1), true
+				return *v.TTSSMs, true
 			})
 		}
 		stats := func(f func(*SettledStats) float64) func() (float64, bool) {
@@ -218,10 +227,10 @@ func (p *Profile) CheckSettled(scenario string, v *Settled) []ProfileCheck {
 			}
 		}
 		if sc.SteadyP50 != nil {
-			one(CheckP50, sc.SteadyP50, sc.SteadyP50.Median, stats(func(s *SettledStats) float64 { return s.P50Ms }))
+			one(CheckP50, sc.SteadyP50, sc.SteadyP50.Median, 0, stats(func(s *SettledStats) float64 { return s.P50Ms }))
 		}
 		if sc.SteadyP99 != nil {
-			one(CheckP99, sc.SteadyP99, sc.SteadyP99.Median, stats(func(s *SettledStats) float64 { return s.P99Ms }))
+			one(CheckP99, sc.SteadyP99, sc.SteadyP99.Median, 0, stats(func(s *SettledStats) float64 { return s.P99Ms }))
 		}
 	}
 	add(p.Scope(scenario, ""), "", v)

@@ -144,3 +144,36 @@ func TestProfileChecks(t *testing.T) {
 	_, err = p.CheckRun(&Summary{Scenarios: map[string]*Scenario{"other": {}}})
 	require.ErrorContains(t, err, "learnt from scenarios load, the script declares other")
 }
+
+// TestProfileChecksFlat: a profile of services that settle at once (every
+// run's TTSS 0) judges TTSS at its block's resolution: a run settled at 0
+// or within the first block is like them (the profile's p90 and largest
+// were 0: the check said x1.00 beyond their largest x0.00, live harness),
+// one settled after 3 s is not.
+func TestProfileChecksFlat(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	var in []ProfileInput
+	for i := range 5 {
+		r := profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 60, 0, 0.05)
+		r.Summary.Scenarios["load"].Settled.Stats = &SettledStats{Count: 5000, P50Ms: 5, P99Ms: 20}
+		in = append(in, r)
+	}
+	p, err := BuildProfile(in, ProfileOptions{})
+	require.NoError(t, err)
+	at := func(ms float64) ProfileCheck {
+		for _, c := range p.CheckSettled("load", &Settled{Steady: true, TTSSMs: &ms, Stats: &SettledStats{Count: 5000, P50Ms: 5, P99Ms: 20}}) {
+			if c.Figure == CheckTTSS {
+				return c
+			}
+		}
+		t.Fatal("no TTSS check")
+		return ProfileCheck{}
+	}
+	for _, ms := range []float64{0, 1000} {
+		require.True(t, at(ms).Within(), at(ms).Text())
+	}
+	require.False(t, at(3000).Within())
+	require.Equal(t, "load: TTSS 3.00 s, the profile's p90 1.00 s: x3.00, beyond the profile's runs (their largest x1.00)", at(3000).Text())
+}

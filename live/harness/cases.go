@@ -172,7 +172,8 @@ func (e *Env) RunCase(ctx context.Context, c Case, run int, outDir string) (*Fig
 		return nil, nil, err
 	}
 	e.logf("%s run %d: %s on %s, %s", c.Name, run, c.Service.Name, svc.addr, c.Load)
-	testid := fmt.Sprintf("%s-r%d", strings.NewReplacer("/", "-").Replace(c.Name), run)
+	// the testid as results.NewRunID keeps it: letters, digits, _ . -
+	testid := fmt.Sprintf("%s-r%d", strings.NewReplacer("/", "-", "+", "_").Replace(c.Name), run)
 	out, err := e.runK6(ctx, c, svc.addr, outDir, testid)
 	svc.stop()
 	if err != nil {

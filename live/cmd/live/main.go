@@ -34,6 +34,8 @@ func main() {
 func run() int {
 	cases := flag.String("cases", "all", "cases to run: all, short, or names separated by commas")
 	runs := flag.Int("runs", 5, "repeated runs per case (1-50)")
+	profiles := flag.String("profiles", "", "run each case with the profile DIR/<case>.json (case name with - for /; made by -profile, or by k6 x regime profile\n"+
+		"from earlier runs of the case) as NAME+profile; -from with both batches' figures.json then judges both against the consensus of all their runs")
 	firstRun := flag.Int("first-run", 1, "number of the first run (to add runs to an earlier batch: -from then reads both figures.json)")
 	out := flag.String("out", "", "folder for the results and figures (default: .cache/live/<UTC time>)")
 	k6 := flag.String("k6", "./k6", "the k6 binary with the extension")
@@ -102,6 +104,20 @@ func run() int {
 		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *profiles != "" {
+		if *withProfile {
+			fmt.Fprintln(os.Stderr, "live: -profiles and -profile exclude each other")
+			return 2
+		}
+		for i, c := range selected {
+			path := filepath.Join(abs(*profiles), profileFile(c))
+			if _, err := os.Stat(path); err != nil {
+				fmt.Fprintf(os.Stderr, "live: -profiles: case %s: %v\n", c.Name, err)
+				return 2
+			}
+			selected[i] = c.WithProfile(path)
+		}
+	}
 	var services []harness.Service
 	for _, c := range selected {
 		services = append(services, c.Service)
@@ -148,7 +164,7 @@ func run() int {
 			for r := *firstRun; r < *firstRun+*runs; r++ {
 				dirs = append(dirs, outs[c.Name][r].Dir)
 			}
-			path := filepath.Join(*out, "profiles", strings.NewReplacer("/", "-").Replace(c.Name)+".json")
+			path := filepath.Join(*out, "profiles", profileFile(c))
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				fmt.Fprintln(os.Stderr, "live:", err)
 				return 2
@@ -179,6 +195,11 @@ func run() int {
 	}
 	fmt.Printf("\nfigures: %s\n", filepath.Join(*out, "figures.json"))
 	return report(selected, figs, cons)
+}
+
+// profileFile names a case's profile in a folder of profiles.
+func profileFile(c harness.Case) string {
+	return strings.NewReplacer("/", "-").Replace(c.Name) + ".json"
 }
 
 // withVariants lists each case followed by its profiled variant.
@@ -234,8 +255,14 @@ func report(cases []harness.Case, figs []*harness.Figures, cons map[string]*harn
 	}
 	fmt.Println()
 	harness.WriteConsensus(os.Stdout, cases, cons)
-	sums := harness.Summarize(cases, figs)
 	fmt.Println()
+	return tables(cases, figs)
+}
+
+// tables prints the online and settled tables of the cases' figures and
+// every failed check; 1 when a check failed.
+func tables(cases []harness.Case, figs []*harness.Figures) int {
+	sums := harness.Summarize(cases, figs)
 	harness.WriteTable(os.Stdout, sums)
 	fmt.Println()
 	harness.WriteSettledTable(os.Stdout, sums)
@@ -280,18 +307,7 @@ func table(selected []harness.Case, files []string, rejudge bool, replay *detect
 		}
 	}
 	if !rejudge {
-		sums := harness.Summarize(cases, figs)
-		harness.WriteTable(os.Stdout, sums)
-		fmt.Println()
-		harness.WriteSettledTable(os.Stdout, sums)
-		status := 0
-		for _, s := range sums {
-			for _, l := range s.Failures() {
-				fmt.Println("FAILED", l)
-				status = 1
-			}
-		}
-		return status
+		return tables(cases, figs)
 	}
 	outs := map[string]map[int]*harness.RunOutput{}
 	for _, f := range figs {
