@@ -204,7 +204,11 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 	out.Level = math.Exp(medianOf(ys[first:]))
 	slope, lo, hi, tau := theilSen(y[first:])
 	span := float64(len(y) - first - 1)
-	out.Trend, out.TrendLow, out.TrendHigh = math.Expm1(slope*span), math.Expm1(lo*span), math.Expm1(hi*span)
+	if len(y)-first >= 3 {
+		// fewer blocks have no trend to speak of (theilSen's interval is
+		// then infinite, and over a span of 0 blocks NaN): left at 0
+		out.Trend, out.TrendLow, out.TrendHigh = math.Expm1(slope*span), math.Expm1(lo*span), math.Expm1(hi*span)
+	}
 	start := bl[first].start
 	total := float64(out.End - bl[0].start)
 	switch {

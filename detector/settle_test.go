@@ -237,3 +237,28 @@ func BenchmarkTimeBucketsRecord(b *testing.B) {
 		tb.Record(int64(i)*100_000, 5)
 	}
 }
+
+// TestSettleShortLastLevelIsFinite: a last level only a block or two long
+// (a ramp whose latency fell at its very end: the kit's warmup phase in
+// make demo) is no steady state, and every figure of the view stays
+// finite: its trend over fewer than 3 blocks is unknown (0), not NaN (the
+// interval's infinite bounds times a span of 0 blocks made k6's summary()
+// panic on json.Marshal).
+func TestSettleShortLastLevelIsFinite(t *testing.T) {
+	for _, tail := range []float64{1, 1.5, 2, 3} {
+		tb := newTB(t)
+		record(tb, 30, 300, func(x float64) float64 {
+			switch {
+			case x < 30-tail:
+				return 40 * math.Exp(-x/20)
+			default:
+				return 2
+			}
+		}, 9)
+		s := Settle(tb, DefaultSettleConfig())
+		require.False(t, s.Steady, "tail %v s", tail)
+		for _, v := range []float64{s.Trend, s.TrendLow, s.TrendHigh, s.Level, s.Tolerance, s.TailTolerance} {
+			require.False(t, math.IsNaN(v) || math.IsInf(v, 0), "tail %v s: %+v", tail, s)
+		}
+	}
+}

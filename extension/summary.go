@@ -158,14 +158,17 @@ func (st *scenarioState) summary() map[string]any {
 
 // settledMap is the settled view with its JSON field names, as summary()
 // hands it to JavaScript (sobek would name a struct's fields its own way).
+// A view that cannot be marshalled (a non-finite figure: a bug) is handed
+// over as its error, never a panic: summary() runs in handleSummary, and a
+// panic there lost the run's results (make demo, a NaN trend).
 func settledMap(v *results.Settled) map[string]any {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic(err) // plain data: cannot fail
+		return map[string]any{"error": "the settled view cannot be written: " + err.Error()}
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
-		panic(err)
+		return map[string]any{"error": "the settled view cannot be read back: " + err.Error()}
 	}
 	return m
 }

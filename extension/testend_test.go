@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -10,6 +11,8 @@ import (
 	"go.k6.io/k6/v2/js/modulestest"
 	"go.k6.io/k6/v2/metrics"
 	"gopkg.in/guregu/null.v3"
+
+	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
 // TestNoFalseEngineError: a run too short for k6's metrics engine to have
@@ -60,4 +63,15 @@ func TestNoFalseEngineError(t *testing.T) {
 			require.False(t, strings.Contains(errs[0], "--no-summary"))
 		})
 	}
+}
+
+// TestSettledMapNeverPanics: a settled view with a non-finite figure (a
+// bug: a NaN trend once made summary() panic in handleSummary and lose the
+// run's results) is handed to JavaScript as its error.
+func TestSettledMapNeverPanics(t *testing.T) {
+	t.Parallel()
+	m := settledMap(&results.Settled{Trend: math.NaN()})
+	require.Contains(t, m["error"], "the settled view cannot be written")
+	m = settledMap(&results.Settled{Class: "flat"})
+	require.Equal(t, "flat", m["class"])
 }
