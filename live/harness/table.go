@@ -196,7 +196,7 @@ func RunLine(f *Figures) string {
 // and the trend after the warm-up.
 func WriteConsensus(w io.Writer, cases []Case, cons map[string]*Consensus) {
 	fmt.Fprintln(w, "| case | runs | warm-up end W s | envelope % (median) | envelope % (p99) | trend of second halves % (runs beyond 10%) | steady |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, c := range cases {
 		cn := cons[c.Name]
 		if cn == nil {

@@ -1,0 +1,67 @@
+package packaging
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xk6-regime/xk6-regime/internal/testbin"
+)
+
+// TestLayers checks the layering of docs/architecture.md on the import
+// graph `go list` reports: every package of the module imports only
+// packages of the layers its row allows, so that the statistics stay free
+// of k6, the results model free of the k6 glue, and the harness and tools
+// free of the extension.
+func TestLayers(t *testing.T) {
+	const mod = "github.com/xk6-regime/xk6-regime"
+	layer0 := []string{"detector", "internal/cliexit", "internal/distinct", "internal/observation"}
+	layer1 := append([]string{"internal/results", "internal/detectcli"}, layer0...)
+	allowed := map[string][]string{
+		"detector":             nil,
+		"internal/cliexit":     nil,
+		"internal/distinct":    nil,
+		"internal/observation": nil,
+		"internal/results":     layer0,
+		"internal/detectcli":   layer0,
+		"extension":            layer1,
+		"":                     {"extension"},
+		"cmd/k6":               {"extension"},
+		"cmd/k6-stock":         nil,
+		"live/harness":         append([]string{"internal/pgtest"}, layer1...),
+		"live/cmd/live":        append([]string{"live/harness"}, layer1...),
+		"live/services/gosvc":  nil,
+		"tools/accuracy":       layer1,
+		"tools/k6bench":        layer1,
+		"tools/k6soak":         layer1,
+		"internal/pgtest":      nil,
+		"internal/testbin":     nil,
+	}
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+	cmd.Dir = testbin.RepoRoot(t)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(f[0], mod), "/")
+		seen[pkg] = true
+		if strings.HasPrefix(pkg, "test/") {
+			continue // the end-to-end tests may import anything
+		}
+		ok, known := allowed[pkg]
+		require.True(t, known, "package %q is not in docs/architecture.md's layers: add it there and here", pkg)
+		for _, imp := range f[1:] {
+			if imp != mod && !strings.HasPrefix(imp, mod+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(strings.TrimPrefix(imp, mod), "/")
+			require.Contains(t, ok, dep, "%s imports %s, which its layer may not (docs/architecture.md)", pkg, dep)
+		}
+	}
+	for pkg := range allowed {
+		require.True(t, seen[pkg], "docs/architecture.md names package %q, which does not exist", pkg)
+	}
+}
