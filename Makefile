@@ -153,7 +153,7 @@ LIVE_CASES ?= all
 live: build build-demo
 	$(GO) run ./live/cmd/live -runs $(LIVE_RUNS) -cases $(LIVE_CASES)
 
-## live-profile: the harness with profiles: LIVE_RUNS runs of the flat control, Node, two HotSpot mixes and the demo on PostgreSQL, a profile learnt from them, as many runs again with it (about 1.5 h)
+## live-profile: the harness with profiles (LIVE_RUNS runs of the flat control, Node, two HotSpot mixes and the demo on PostgreSQL; a profile learnt from each case's runs; as many runs again with it; about 1.5 h)
 LIVE_PROFILE_CASES ?= go-io/open,node/open,jvm-sha/open,jvm-mixed/open,demo-pg/open
 .PHONY: live-profile
 live-profile: build build-demo
@@ -170,7 +170,7 @@ demo: build build-demo
 	$(call need,curl,install curl (Debian: apt-get install -y curl))
 	@./scripts/demo.sh
 
-## compare-schedule: like demo, with scenarios/schedule-vs-measured.js: one gate judged on schedule tags (a cut at CUT=10s) and on measured tags
+## compare-schedule: like demo, with scenarios/schedule-vs-measured.js; one gate judged on schedule tags (a cut at CUT=10s) and on measured tags
 .PHONY: compare-schedule
 compare-schedule: build build-demo
 	$(call need,curl,install curl (Debian: apt-get install -y curl))
