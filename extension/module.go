@@ -75,6 +75,11 @@ func (r *rootModule) NewModuleInstance(vu modules.VU) modules.Instance {
 			}
 		})
 		if env.TestPreInitState != nil {
+			if env.LookupEnv != nil {
+				if v, ok := env.LookupEnv(profileEnv); ok {
+					r.rs.profileEnv.Store(v)
+				}
+			}
 			ro := env.RuntimeOptions
 			r.rs.engineOff.Store(strings.EqualFold(ro.SummaryMode.String, "disabled") && ro.NoThresholds.Bool)
 		}

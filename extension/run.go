@@ -41,6 +41,9 @@ type runState struct {
 	// the profile's checks made at TestEnd, for summary.json
 	profileMu      sync.Mutex
 	profileResults []results.ProfileCheck
+	// profileEnv is K6_REGIME_PROFILE as the init context saw it ("": unset),
+	// for the warning when no regime.configure() call read it
+	profileEnv atomic.Value
 
 	mu        sync.RWMutex
 	scenarios map[string]*scenarioState
@@ -637,6 +640,12 @@ func (rs *runState) testEnd() {
 	}
 	if n := rs.noScenarioTag.Load(); n > 0 {
 		rs.logger.Errorf("regime: %d iterations had no 'scenario' tag and were not used; keep 'scenario' in systemTags", n)
+	}
+	if env, _ := rs.profileEnv.Load().(string); env != "" {
+		if cfg := rs.cfg.Load(); cfg == nil || cfg.Profile == nil {
+			rs.logger.Errorf("regime: %s=%s is set, but the script never called regime.configure(options, {...}), which reads it: "+
+				"no profile judged this run (call it, with {} if there is nothing else to set)", profileEnv, env)
+		}
 	}
 	rs.pending.Store(true)
 	rs.flushPending(*out)

@@ -151,3 +151,17 @@ func TestProfileGates(t *testing.T) {
 }
 
 func fmtLabel(i int) string { return "c" + string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+
+// TestProfileEnvWithoutConfigure: K6_REGIME_PROFILE is read by
+// regime.configure(); a script that never calls it gets an error line
+// saying that no profile judged the run, not silence.
+func TestProfileEnvWithoutConfigure(t *testing.T) {
+	t.Parallel()
+	script := `
+import regime from 'k6/x/regime';
+export const options = { scenarios: { s: { executor: 'shared-iterations', vus: 1, iterations: 5 } } };
+export default function () { regime.current(); }
+`
+	res := runK6(t, script, map[string]string{"K6_REGIME_PROFILE": "/nonexistent/profile.json"})
+	require.Contains(t, res.Stderr, "K6_REGIME_PROFILE=/nonexistent/profile.json is set, but the script never called regime.configure")
+}
