@@ -371,16 +371,25 @@ func checks(c Case, f *Figures) []Check {
 	var out []Check
 	add := func(name string, ok bool, got string) { out = append(out, Check{Name: name, OK: ok, Got: got}) }
 	add("consistent gate", len(f.Inconsistencies) == 0, strings.Join(f.Inconsistencies, "; "))
-	if c.Profiled && (c.Kind == KindWarmup || c.Kind == KindFlat) {
-		// with a profile: the gate right, <= 1 relapse, the steady segment
-		// the runs agree on covered, its p50 and p99 kept
+	// a warm-up service, with a profile or without: judged only where the
+	// reference finds steady state over half the run; then the gate right
+	// and at most MaxWarmupRelapses relapses
+	judgedWarmup := func() bool {
 		if !f.Ref.Steady || f.Ref.Boundary > f.Duration/2 {
 			add("reference steady over half the run", false, fmt.Sprintf("reference: %s (not judged)", f.Ref.Class))
+			return false
+		}
+		add("exit 0", f.ExitCode == 0, strconv.Itoa(f.ExitCode))
+		add(fmt.Sprintf("<= %d relapse", MaxWarmupRelapses), f.Relapses <= MaxWarmupRelapses, strconv.FormatInt(f.Relapses, 10))
+		return true
+	}
+	if c.Profiled && (c.Kind == KindWarmup || c.Kind == KindFlat) {
+		// with a profile: the steady segment the runs agree on covered, its
+		// p50 and p99 kept
+		if !judgedWarmup() {
 			return out
 		}
 		q := f.Online
-		add("exit 0", f.ExitCode == 0, strconv.Itoa(f.ExitCode))
-		add(fmt.Sprintf("<= %d relapse", MaxWarmupRelapses), f.Relapses <= MaxWarmupRelapses, strconv.FormatInt(f.Relapses, 10))
 		add(fmt.Sprintf("coverage >= %g%%", 100*ProfileMinCoverage), q.Coverage != nil && *q.Coverage >= ProfileMinCoverage, fmtPct(q.Coverage))
 		add(fmt.Sprintf("|p50 distortion| <= %g%%", 100*ProfileMaxP50Distortion), q.P50Distortion != nil && math.Abs(*q.P50Distortion) <= ProfileMaxP50Distortion, fmtPct(q.P50Distortion))
 		add(fmt.Sprintf("|p99 distortion| <= %g%%", 100*MaxP99Distortion), q.P99Distortion != nil && math.Abs(*q.P99Distortion) <= MaxP99Distortion, fmtPct(q.P99Distortion))
@@ -395,13 +404,10 @@ func checks(c Case, f *Figures) []Check {
 		add("exit 0", f.ExitCode == 0, strconv.Itoa(f.ExitCode))
 		add(fmt.Sprintf("declared within %g s", FlatDeclareWithin), f.DeclaredAfter != nil && *f.DeclaredAfter <= FlatDeclareWithin, fmtS(f.DeclaredAfter))
 	case KindWarmup:
-		if !f.Ref.Steady || f.Ref.Boundary > f.Duration/2 {
-			add("reference steady over half the run", false, fmt.Sprintf("reference: %s (not judged)", f.Ref.Class))
+		if !judgedWarmup() {
 			return out
 		}
 		q := f.Online
-		add("exit 0", f.ExitCode == 0, strconv.Itoa(f.ExitCode))
-		add(fmt.Sprintf("<= %d relapse", MaxWarmupRelapses), f.Relapses <= MaxWarmupRelapses, strconv.FormatInt(f.Relapses, 10))
 		add(fmt.Sprintf("contamination <= %g%%", 100*MaxContamination), q.Contamination != nil && *q.Contamination <= MaxContamination, fmtPct(q.Contamination))
 		add(fmt.Sprintf("coverage >= %g%%", 100*MinCoverage), q.Coverage != nil && *q.Coverage >= MinCoverage, fmtPct(q.Coverage))
 		add(fmt.Sprintf("|p99 distortion| <= %g%%", 100*MaxP99Distortion), q.P99Distortion != nil && math.Abs(*q.P99Distortion) <= MaxP99Distortion, fmtPct(q.P99Distortion))
