@@ -140,6 +140,15 @@ type Config struct {
 	// of the two halves of a steady segment (relative; a slow drift stays
 	// inside the level band window by window).
 	TrendTolerance float64 `json:"trend_tolerance"`
+	// TailTrendTolerance (service method; 0: off, and off with
+	// tail_tolerance 0) bounds how much the window tail may fall between the
+	// two halves of a segment reached after a transient (relative; widened
+	// to twice the tails' robust noise per window, as noise_z widens the
+	// bands): a tail still falling is the end of a warm-up (a cache that
+	// warms as its keys are read settles its median in about 10 s and its
+	// tail in about 30 s). A tail that rises is judged by the relapse rule,
+	// not here.
+	TailTrendTolerance float64 `json:"tail_trend_tolerance"`
 	// RelapseTolerance (service method): steady state is lost when the
 	// median of the last relapse_windows windows, or the second half of the
 	// steady segment, lies this far (relative) from the segment's level for
@@ -244,35 +253,36 @@ var Presets = map[string]func() Config{"benchmark": DefaultConfig, "service": Se
 // series (the labelled corpus): a level within 3% (median) is the same level.
 func DefaultConfig() Config {
 	return Config{
-		Method:            MethodBenchmark,
-		WindowMin:         50,
-		MaxWindows:        256,
-		MedianTolerance:   0.03,
-		TailTolerance:     0.10,
-		MeanTolerance:     0.05,
-		MinSteadyFraction: 1.0 / 6,
-		RelapseOnMean:     true,
-		BurstZ:            3,
-		ShiftZ:            0,
-		ShiftMin:          50,
-		DispersionRatio:   2,
-		CusumAllowance:    1,
-		MSER5:             true,
-		TailQuantile:      99.9,
-		TailMinAbove:      5,
-		NoiseZ:            2,
-		StableWindows:     8,
-		SettleWindows:     5,
-		TrendTolerance:    0.16,
-		RelapseTolerance:  0.5,
-		SearchWindows:     128,
-		RelapseWindows:    3,
-		ColdFactor:        1.5,
-		ColdConfirm:       5,
-		ColdMax:           50,
-		NoSteadyWindows:   40,
-		SigDigits:         2,
-		DynamicRange:      1e4,
+		Method:             MethodBenchmark,
+		WindowMin:          50,
+		MaxWindows:         256,
+		MedianTolerance:    0.03,
+		TailTolerance:      0.10,
+		MeanTolerance:      0.05,
+		MinSteadyFraction:  1.0 / 6,
+		RelapseOnMean:      true,
+		BurstZ:             3,
+		ShiftZ:             0,
+		ShiftMin:           50,
+		DispersionRatio:    2,
+		CusumAllowance:     1,
+		MSER5:              true,
+		TailQuantile:       99.9,
+		TailMinAbove:       5,
+		NoiseZ:             2,
+		StableWindows:      8,
+		SettleWindows:      5,
+		TrendTolerance:     0.16,
+		TailTrendTolerance: 0.2,
+		RelapseTolerance:   0.5,
+		SearchWindows:      128,
+		RelapseWindows:     3,
+		ColdFactor:         1.5,
+		ColdConfirm:        5,
+		ColdMax:            50,
+		NoSteadyWindows:    40,
+		SigDigits:          2,
+		DynamicRange:       1e4,
 	}
 }
 
@@ -325,6 +335,7 @@ func (c Config) Validate() []error {
 	intIn("relapse_windows", c.RelapseWindows, 2, 1000)
 	intIn("settle_windows", c.SettleWindows, 2, 1000)
 	floatIn("trend_tolerance", c.TrendTolerance, 0, 10, true)
+	floatIn("tail_trend_tolerance", c.TailTrendTolerance, 0, 10, false)
 	floatIn("relapse_tolerance", c.RelapseTolerance, 0, 10, true)
 	intIn("search_windows", c.SearchWindows, 2, 1<<16)
 	floatIn("cold_factor", c.ColdFactor, 1, 1e6, true)

@@ -46,6 +46,7 @@ func TestConfigValidateNamesEachOption(t *testing.T) {
 		{"method", func(c *Config) { c.Method = "fast" }},
 		{"settle_windows", func(c *Config) { c.SettleWindows = 1 }},
 		{"trend_tolerance", func(c *Config) { c.TrendTolerance = 0 }},
+		{"tail_trend_tolerance", func(c *Config) { c.TailTrendTolerance = -0.1 }},
 		{"relapse_tolerance", func(c *Config) { c.RelapseTolerance = math.Inf(1) }},
 		{"search_windows", func(c *Config) { c.SearchWindows = 1 }},
 	} {

@@ -41,9 +41,12 @@ import (
 //     settle_windows windows that closed after the relapse was decided.
 //   - Trend. The medians of the segment's two halves must agree within
 //     trend_tolerance after a transient (the end of a warm-up that is still
-//     improving); for a first level, within the level band when it
-//     improves and twice that when it slows down (a wave of the machine in
-//     the first seconds is no warm-up).
+//     improving), and its tail must not fall by more than
+//     tail_trend_tolerance between them (a cache warming as its keys are
+//     read settled its median at 10 s and its tail at 29 s); for a first
+//     level, the medians within the level band when it improves and twice
+//     that when it slows down (a wave of the machine in the first seconds
+//     is no warm-up).
 //   - Relapse. In steady state, the level is the median of the steady
 //     segment's windows; when the median of the last relapse_windows
 //     windows, or of the second half of the segment against its first half,
@@ -208,9 +211,11 @@ func (d *Detector) svcWarmup() bool {
 	sig := d.diffNoise(y[recent:])
 	band := max(math.Log1p(d.cfg.MedianTolerance), d.cfg.NoiseZ*sig)
 	s, level := d.walkBack(y, band)
+	tsig := 0.0 // the tails' noise, as sig
 	if d.cfg.TailTolerance > 0 {
 		// the dual gate: the tail must have settled too
-		tband := max(math.Log1p(d.cfg.TailTolerance), d.cfg.NoiseZ*d.diffNoise(u[recent:]))
+		tsig = d.diffNoise(u[recent:])
+		tband := max(math.Log1p(d.cfg.TailTolerance), d.cfg.NoiseZ*tsig)
 		if st, _ := d.walkBack(u, tband); st > s {
 			s, level = st, d.medianOf(y[st:])
 		}
@@ -237,7 +242,8 @@ func (d *Detector) svcWarmup() bool {
 	if afterTransient {
 		need = d.cfg.SettleWindows
 	}
-	if d.atPriorLevel(level) {
+	prior := d.atPriorLevel(level)
+	if prior {
 		// earlier runs settled at this level, after the prior warm-up
 		need = d.cfg.PriorWindows
 	}
@@ -262,6 +268,19 @@ func (d *Detector) svcWarmup() bool {
 	}
 	if math.Abs(change) > limit {
 		return false
+	}
+	// After a transient the tail must have stopped falling too (the dual
+	// gate's trend): a cache that warms as its keys are read settles its
+	// median in about 10 s and its tail in about 30 s (the live harness's
+	// cache service). Noisy tails widen the limit, as noisy medians do. It
+	// only delays the declaration: the steady state still starts where the
+	// segment does. (With a prior, the earlier runs' warm-up end stands for
+	// this.)
+	if afterTransient && !prior && d.cfg.TailTrendTolerance > 0 && d.cfg.TailTolerance > 0 {
+		tlim := max(math.Log1p(d.cfg.TailTrendTolerance), 2*tsig)
+		if d.medianOf(u[n-h:])-d.medianOf(u[s:s+h]) < -tlim {
+			return false
+		}
 	}
 	start := d.ring[from+s].first
 	if start.Index < d.floor.Index {

@@ -193,11 +193,19 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 	// slower), the level that follows may be an intermediate stage within
 	// the band (HotSpot: +15-25% for 5-10 s): the steady state starts at the
 	// earliest segment within half the band; without one, within the band
-	mtol := tol
+	// (unless the stretch half the band skips is faster than the final
+	// level and what is left is too short to be a steady state: that is no
+	// intermediate stage of the warm-up but a late switch of the level, by
+	// 12-25%, to a slower one, as settled services on shared cores make)
+	total := float64(out.End - bl[0].start)
+	mFirst := trimLeading(y, firstAtLevel(ys, mStarts, level, tol), level, tol)
 	if end := segmentEnd(mStarts, 0, len(ys)); medianOf(ys[:end])-level > 2*tol {
-		mtol = tol / 2
+		f := trimLeading(y, firstAtLevel(ys, mStarts, level, tol/2), level, tol)
+		lateSwitch := f > mFirst && medianOf(ys[mFirst:f]) < level && float64(out.End-bl[f].start) < cfg.MinFraction*total
+		if !lateSwitch {
+			mFirst = f
+		}
 	}
-	mFirst := trimLeading(y, firstAtLevel(ys, mStarts, level, mtol), level, tol)
 	tFirst := trimLeading(u, firstAtLevel(us, tStarts, tlevel, ttol), tlevel, ttol)
 	first := max(mFirst, tFirst)
 	out.MedianBoundary, out.TailBoundary = bl[mFirst].start, bl[tFirst].start
@@ -210,7 +218,6 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 		out.Trend, out.TrendLow, out.TrendHigh = math.Expm1(slope*span), math.Expm1(lo*span), math.Expm1(hi*span)
 	}
 	start := bl[first].start
-	total := float64(out.End - bl[0].start)
 	switch {
 	case float64(out.End-start) < cfg.MinFraction*total:
 		out.Reason = fmt.Sprintf("the last level holds %.0f%% of the series, %.0f%% needed",

@@ -262,3 +262,46 @@ func TestSettleShortLastLevelIsFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleLateSwitchAfterWarmup: after a visible warm-up the steady
+// state starts at the earliest segment within half the band, but not when
+// that leaves less than MinFraction of the series: a level switch of 22%
+// at 55 s of 90 (as the live harness's HotSpot services showed, 3 runs of
+// 5) put every segment but the last outside half the band, and the view
+// said "no steady state" for a service that had settled at 5 s.
+func TestSettleLateSwitchAfterWarmup(t *testing.T) {
+	tb := newTB(t)
+	record(tb, 90, 300, func(x float64) float64 {
+		switch {
+		case x < 5:
+			return 40
+		case x < 55:
+			return 5
+		}
+		return 6.1
+	}, 6)
+	s := Settle(tb, DefaultSettleConfig())
+	require.True(t, s.Steady, s.Reason)
+	require.Equal(t, ClassWarmup, s.Class)
+	require.InDelta(t, 5e9, float64(s.Boundary.Time), 1.5e9)
+}
+
+// TestSettleIntermediateStageIsNoSteadyState: the other way round, a
+// stage 20% slower than the final level from 5 s to 50 s of 90 is an
+// unfinished warm-up, not a late switch; its last level holds less than
+// half the series: no steady state.
+func TestSettleIntermediateStageIsNoSteadyState(t *testing.T) {
+	tb := newTB(t)
+	record(tb, 90, 300, func(x float64) float64 {
+		switch {
+		case x < 5:
+			return 40
+		case x < 50:
+			return 6
+		}
+		return 5
+	}, 7)
+	s := Settle(tb, DefaultSettleConfig())
+	require.False(t, s.Steady, "boundary %d", s.Boundary.Time)
+	require.Contains(t, s.Reason, "last level holds")
+}
