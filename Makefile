@@ -108,6 +108,17 @@ test: vet build build-demo tools
 	  ACTIONLINT_BIN=$(CURDIR)/$(ACTIONLINT) KUBECONFORM_BIN=$(CURDIR)/$(KUBECONFORM) \
 	  $(GO) test -race -count=1 -p 1 -timeout 20m $(E2E_PKGS)
 
+## prebuild: compile what make test builds (k6, the demo, every test binary) into the Go build cache without running anything; needs no Debian package, so CI runs it beside make deps
+.PHONY: prebuild
+prebuild: build build-demo
+	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	set -x; \
+	mkdir -p "$$dir/unit" "$$dir/e2e" && \
+	$(GO) test -race -c -o "$$dir/unit" $(UNIT_PKGS) && \
+	$(GO) test -race -c -o "$$dir/e2e" $(E2E_PKGS) && \
+	$(GO) test -c -o "$$dir" ./detector/ ./extension/ && \
+	(cd demo && $(GO) test -race -c -o "$$dir" ./...)
+
 ## test-short: the fast unit tests only
 .PHONY: test-short
 test-short:

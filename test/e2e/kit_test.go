@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -111,30 +113,72 @@ type kitSummary struct {
 // runKit runs scenarios/combined.js on the smoke profile against d.
 func runKit(t *testing.T, d *demoService, variant string) kitResult {
 	t.Helper()
-	results := t.TempDir()
+	return runKits(t, kitRun{d, variant})[0]
+}
+
+// kitRun is one run of the kit: the demo service it loads, and the variant.
+type kitRun struct {
+	demo    *demoService
+	variant string
+}
+
+// runKits runs scenarios/combined.js on the smoke profile once per kitRun,
+// all at once (the smoke profile asks for 120 requests/s at most, a small
+// share of 2 cores), and returns the results in the order of runs.
+func runKits(t *testing.T, runs ...kitRun) []kitResult {
+	t.Helper()
+	k6, root := k6Binary(t), repoRoot(t)
+	out := make([]kitResult, len(runs))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		results := t.TempDir()
+		wg.Go(func() { out[i], errs[i] = execKit(k6, root, results, r) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "kit run %d (%s)", i+1, runs[i].variant)
+	}
+	return out
+}
+
+// execKit runs the kit once, bounded in time, and reads the summary.json it
+// wrote into results (no testing.T: it runs on its own goroutine).
+func execKit(k6, root, results string, r kitRun) (kitResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, k6Binary(t), "run", "--no-usage-report", "--log-format", "raw", "scenarios/combined.js")
-	cmd.Dir = repoRoot(t)
-	cmd.Env = append(os.Environ(), "PROFILE=smoke", "VARIANT="+variant, "RESULTS_DIR="+results,
-		"BASE_URL=http://"+d.httpAddr, "GRPC_ADDR="+d.grpcAddr, "K6_NO_USAGE_REPORT=true")
+	cmd := exec.CommandContext(ctx, k6, "run", "--no-usage-report", "--log-format", "raw", "scenarios/combined.js")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PROFILE=smoke", "VARIANT="+r.variant, "RESULTS_DIR="+results,
+		"BASE_URL=http://"+r.demo.httpAddr, "GRPC_ADDR="+r.demo.grpcAddr, "K6_NO_USAGE_REPORT=true")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	require.NoError(t, ctx.Err(), "k6 timed out")
 	res := kitResult{k6Result: k6Result{Stdout: stdout.String(), Stderr: stderr.String(), Dir: results}}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("k6 timed out after 3 minutes; stdout:\n%s\nstderr:\n%s", res.Stdout, res.Stderr)
+	}
 	if exitErr, ok := err.(*exec.ExitError); ok { //nolint:errorlint
 		res.ExitCode = exitErr.ExitCode()
-	} else {
-		require.NoError(t, err)
+	} else if err != nil {
+		return res, fmt.Errorf("running k6: %w", err)
 	}
 	dirs, err := filepath.Glob(filepath.Join(results, "*", "summary.json"))
-	require.NoError(t, err)
-	require.Len(t, dirs, 1, "one results/<run id>/summary.json; stdout:\n%s\nstderr:\n%s", res.Stdout, res.Stderr)
+	if err != nil {
+		return res, err
+	}
+	if len(dirs) != 1 {
+		return res, fmt.Errorf("want one results/<run id>/summary.json, found %d; stdout:\n%s\nstderr:\n%s",
+			len(dirs), res.Stdout, res.Stderr)
+	}
 	b, err := os.ReadFile(dirs[0])
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &res.Summary))
-	return res
+	if err != nil {
+		return res, err
+	}
+	if err := json.Unmarshal(b, &res.Summary); err != nil {
+		return res, fmt.Errorf("%s: %w", dirs[0], err)
+	}
+	return res, nil
 }
 
 // requireGatesOnlySteady accepts exit 0, or exit 99 when every failed
@@ -247,8 +291,9 @@ func TestKitBurstVersusGradual(t *testing.T) {
 		}
 		return n
 	}
-	gradual := runKit(t, startDemo(t, nil, flags...), "gradual")
-	burst := runKit(t, startDemo(t, nil, flags...), "instant-burst")
+	// the two runs at once, each against a demo service of its own
+	res := runKits(t, kitRun{startDemo(t, nil, flags...), "gradual"}, kitRun{startDemo(t, nil, flags...), "instant-burst"})
+	gradual, burst := res[0], res[1]
 
 	t.Logf("cold-start errors: gradual %d, instant burst %d", coldErrors(gradual), coldErrors(burst))
 	require.Less(t, coldErrors(gradual), coldErrors(burst))
