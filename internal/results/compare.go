@@ -132,112 +132,155 @@ func CheckBaseline(base *Summary) error {
 // neither run has fails, and a budget that judged no figure at all fails. A
 // figure only the candidate has is shown, not judged.
 func Compare(base, cand *Summary, budgets []Budget) *Comparison {
-	c := &Comparison{}
+	k := newComparer(base, cand, budgets)
+	k.requests()
+	k.scenarios()
+	for _, b := range budgets {
+		if k.judged[b.Metric] == 0 && !k.c.failedOn(b.Metric) {
+			k.c.Failures = append(k.c.Failures, fmt.Sprintf("budget %s judged no figure: no %s is in both runs; it cannot pass on no data",
+				b, b.Metric))
+		}
+	}
+	return k.c
+}
+
+// latencyFigures are the percentiles a comparison can show, in the order
+// of its rows.
+var latencyFigures = []string{"p50", "p90", "p95", "p99", "p99_9"}
+
+// comparer builds a Comparison row by row.
+type comparer struct {
+	c          *Comparison
+	base, cand *Summary
+	budgets    map[string]Budget // by metric
+	judged     map[string]int    // figures judged, by metric
+	shown      map[string]bool   // metrics shown: p95, p99 and the budgeted ones
+}
+
+func newComparer(base, cand *Summary, budgets []Budget) *comparer {
+	k := &comparer{c: &Comparison{}, base: base, cand: cand, budgets: map[string]Budget{},
+		judged: map[string]int{}, shown: map[string]bool{"p95": true, "p99": true}}
 	if !cand.Completed() {
-		c.Notes = append(c.Notes, "the candidate run did not complete: "+cand.EndText())
+		k.c.Notes = append(k.c.Notes, "the candidate run did not complete: "+cand.EndText())
 	}
 	if !base.Completed() {
-		c.Notes = append(c.Notes, "the base run did not complete: "+base.EndText())
+		k.c.Notes = append(k.c.Notes, "the base run did not complete: "+base.EndText())
 	}
-	byMetric := map[string]Budget{}
 	for _, b := range budgets {
-		byMetric[b.Metric] = b
+		k.budgets[b.Metric] = b
+		k.shown[b.Metric] = true
 	}
-	judged := map[string]int{}
-	latency := []string{"p50", "p90", "p95", "p99", "p99_9"}
-	shown := map[string]bool{"p95": true, "p99": true}
-	for _, b := range budgets {
-		shown[b.Metric] = true
-	}
-	// why reports why the candidate lacks a figure of scenario sc
-	why := func(sc, metric string) string {
-		x := cand.Scenarios[sc]
-		settled := strings.HasPrefix(metric, "settled_")
-		switch {
-		case sc == "":
-			return "missing in candidate"
-		case x == nil:
-			return "scenario " + sc + " missing in candidate"
-		case settled && x.Settled == nil:
-			return "candidate has no settled view (written before it existed)"
-		case settled && !x.Settled.Steady:
-			return "candidate has no settled steady state in " + sc + ": " + x.Settled.Reason
-		case !settled && x.TTSSMs == nil:
-			return "candidate never reached steady state in " + sc
-		}
+	return k
+}
+
+// missing says why the candidate lacks a figure of scenario sc.
+func (k *comparer) missing(sc, metric string) string {
+	x := k.cand.Scenarios[sc]
+	settled := strings.HasPrefix(metric, "settled_")
+	switch {
+	case sc == "":
 		return "missing in candidate"
+	case x == nil:
+		return "scenario " + sc + " missing in candidate"
+	case settled && x.Settled == nil:
+		return "candidate has no settled view (written before it existed)"
+	case settled && !x.Settled.Steady:
+		return "candidate has no settled steady state in " + sc + ": " + x.Settled.Reason
+	case !settled && x.TTSSMs == nil:
+		return "candidate never reached steady state in " + sc
 	}
-	add := func(what, scope, scenario, metric string, b, x *float64) {
-		row := CompareRow{What: what, Scope: scope, Metric: metric, Base: b, Cand: x}
-		if bud, ok := byMetric[metric]; ok {
-			row.Budget = bud.String()
-			switch {
-			case b != nil && x != nil:
-				judged[metric]++
-				limit := bud.Value
-				if bud.Relative {
-					limit = math.Abs(*b) * bud.Value / 100
-				}
-				if *x-*b > limit+1e-12 {
-					row.Fail = true
-					c.Failures = append(c.Failures, fmt.Sprintf("%s %s %s: base %s, candidate %s exceeds budget %s",
-						what, scope, metric, fmtOpt(b), fmtOpt(x), bud))
-				}
-			case b != nil:
-				row.Fail, row.Note = true, why(scenario, metric)
-				c.Failures = append(c.Failures, fmt.Sprintf("%s %s %s: base %s, %s: budget %s cannot pass on missing data",
-					what, scope, metric, fmtOpt(b), row.Note, bud))
-			case x == nil:
-				row.Fail, row.Note = true, "missing in both runs"
-				c.Failures = append(c.Failures, fmt.Sprintf("%s %s %s: no figure in either run: budget %s cannot pass on missing data",
-					what, scope, metric, bud))
-			default:
-				row.Note = "new in candidate: not judged"
-			}
-		} else if b != nil && x == nil {
-			row.Note = why(scenario, metric)
-		} else if b == nil && x != nil {
-			row.Note = "new in candidate"
-		}
-		c.Rows = append(c.Rows, row)
+	return "missing in candidate"
+}
+
+// add appends the row of one figure (b: the base's, x: the candidate's, nil
+// when missing) and judges it against its budget, if it has one.
+func (k *comparer) add(what, scope, scenario, metric string, b, x *float64) {
+	row := CompareRow{What: what, Scope: scope, Metric: metric, Base: b, Cand: x}
+	bud, budgeted := k.budgets[metric]
+	switch {
+	case budgeted:
+		row.Budget = bud.String()
+		k.judge(&row, bud, scenario)
+	case b != nil && x == nil:
+		row.Note = k.missing(scenario, metric)
+	case b == nil && x != nil:
+		row.Note = "new in candidate"
 	}
-	dist := func(d *Dist, m string) *float64 {
-		if d == nil || d.Count == 0 {
-			return nil
+	k.c.Rows = append(k.c.Rows, row)
+}
+
+// judge judges a budgeted row; a budget never passes on missing data.
+func (k *comparer) judge(row *CompareRow, bud Budget, scenario string) {
+	b, x := row.Base, row.Cand
+	what, scope, metric := row.What, row.Scope, row.Metric
+	switch {
+	case b != nil && x != nil:
+		k.judged[metric]++
+		limit := bud.Value
+		if bud.Relative {
+			limit = math.Abs(*b) * bud.Value / 100
 		}
-		switch m {
-		case "p50":
-			return fp(d.P50)
-		case "p90":
-			return fp(d.P90)
-		case "p95":
-			return fp(d.P95)
-		case "p99":
-			return fp(d.P99)
-		case "p99_9":
-			return fp(d.P999)
+		if *x-*b > limit+1e-12 {
+			row.Fail = true
+			k.c.Failures = append(k.c.Failures, fmt.Sprintf("%s %s %s: base %s, candidate %s exceeds budget %s",
+				what, scope, metric, fmtOpt(b), fmtOpt(x), bud))
 		}
+	case b != nil:
+		row.Fail, row.Note = true, k.missing(scenario, metric)
+		k.c.Failures = append(k.c.Failures, fmt.Sprintf("%s %s %s: base %s, %s: budget %s cannot pass on missing data",
+			what, scope, metric, fmtOpt(b), row.Note, bud))
+	case x == nil:
+		row.Fail, row.Note = true, "missing in both runs"
+		k.c.Failures = append(k.c.Failures, fmt.Sprintf("%s %s %s: no figure in either run: budget %s cannot pass on missing data",
+			what, scope, metric, bud))
+	default:
+		row.Note = "new in candidate: not judged"
+	}
+}
+
+// distFigure is one latency percentile of d (nil: no distribution, or an
+// empty one).
+func distFigure(d *Dist, m string) *float64 {
+	if d == nil || d.Count == 0 {
 		return nil
 	}
-	// requests, steady only
-	type rk struct{ scenario, phase, endpoint, proto string }
-	rows := map[rk][2]*RequestRow{}
-	collect := func(s *Summary, i int) {
+	switch m {
+	case "p50":
+		return fp(d.P50)
+	case "p90":
+		return fp(d.P90)
+	case "p95":
+		return fp(d.P95)
+	case "p99":
+		return fp(d.P99)
+	case "p99_9":
+		return fp(d.P999)
+	}
+	return nil
+}
+
+// requestKey is a row of the steady requests: scenario x phase x endpoint x
+// protocol.
+type requestKey struct{ scenario, phase, endpoint, proto string }
+
+// steadyRequests pairs the steady request rows of the two runs, in the
+// comparison's order: by phase, endpoint, scenario and protocol.
+func (k *comparer) steadyRequests() ([]requestKey, map[requestKey][2]*RequestRow) {
+	rows := map[requestKey][2]*RequestRow{}
+	for i, s := range []*Summary{k.base, k.cand} {
 		for _, r := range s.Requests {
 			if r.Regime != "steady" {
 				continue
 			}
-			k := rk{r.Scenario, r.Phase, r.Endpoint, r.Protocol}
-			v := rows[k]
+			key := requestKey{r.Scenario, r.Phase, r.Endpoint, r.Protocol}
+			v := rows[key]
 			v[i] = r
-			rows[k] = v
+			rows[key] = v
 		}
 	}
-	collect(base, 0)
-	collect(cand, 1)
-	keys := make([]rk, 0, len(rows))
-	for k := range rows {
-		keys = append(keys, k)
+	keys := make([]requestKey, 0, len(rows))
+	for key := range rows {
+		keys = append(keys, key)
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
@@ -252,9 +295,16 @@ func Compare(base, cand *Summary, budgets []Budget) *Comparison {
 		}
 		return a.proto < b.proto
 	})
-	for _, k := range keys {
-		v := rows[k]
-		scope := fmt.Sprintf("%s/%s/%s/%s", orDash(k.phase), orDash(k.endpoint), k.scenario, k.proto)
+	return keys, rows
+}
+
+// requests adds the rows of the steady requests: the latency percentiles
+// shown and the error rate, per phase x endpoint x scenario x protocol.
+func (k *comparer) requests() {
+	keys, rows := k.steadyRequests()
+	for _, key := range keys {
+		v := rows[key]
+		scope := fmt.Sprintf("%s/%s/%s/%s", orDash(key.phase), orDash(key.endpoint), key.scenario, key.proto)
 		var bd, cd *Dist
 		var be, ce *float64
 		if v[0] != nil {
@@ -263,82 +313,71 @@ func Compare(base, cand *Summary, budgets []Budget) *Comparison {
 		if v[1] != nil {
 			cd, ce = &v[1].Dist, fp(v[1].ErrorRate)
 		}
-		for _, m := range latency {
-			if shown[m] {
-				add("request", scope, k.scenario, m, dist(bd, m), dist(cd, m))
+		for _, m := range latencyFigures {
+			if k.shown[m] {
+				k.add("request", scope, key.scenario, m, distFigure(bd, m), distFigure(cd, m))
 			}
 		}
-		add("request", scope, k.scenario, "errors", be, ce)
+		k.add("request", scope, key.scenario, "errors", be, ce)
 	}
-	names := map[string]bool{}
-	for n := range base.Scenarios {
-		names[n] = true
-	}
-	for n := range cand.Scenarios {
-		names[n] = true
-	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	for _, n := range sorted {
-		b, x := base.Scenarios[n], cand.Scenarios[n]
-		reg := func(s *Scenario) *Dist {
-			if s == nil {
-				return nil
-			}
-			return s.Regimes["steady"]
-		}
-		for _, m := range latency {
-			if shown[m] {
-				add("iteration", n, n, m, dist(reg(b), m), dist(reg(x), m))
-			}
-		}
-		ttss := func(s *Scenario) *float64 {
-			if s == nil {
-				return nil
-			}
-			return s.TTSSMs
-		}
-		cold := func(s *Scenario) *float64 {
-			if s == nil {
-				return nil
-			}
-			return fp(s.ColdStart.DurationMs)
-		}
-		excess := func(s *Scenario) *float64 {
-			if s == nil {
-				return nil
-			}
-			return s.ColdStart.ExcessMs
-		}
-		add("scenario", n, n, "ttss", ttss(b), ttss(x))
-		add("scenario", n, n, "cold_start", cold(b), cold(x))
-		add("scenario", n, n, "cold_excess", excess(b), excess(x))
-		// the settled view (whole run): its steady iteration percentiles and TTSS
-		settled := func(s *Scenario, m string) *float64 {
-			if s == nil || s.Settled == nil || !s.Settled.Steady || s.Settled.Stats == nil {
-				return nil
-			}
-			return settledFigure(s.Settled, strings.TrimPrefix(m, "settled_"))
-		}
-		for _, m := range []string{"settled_p50", "settled_p95", "settled_p99", "settled_ttss"} {
-			if m == "settled_p95" || m == "settled_p99" || shown[m] {
-				add("settled", n, n, m, settled(b, m), settled(x, m))
-			}
-		}
-	}
-	for _, b := range budgets {
-		if judged[b.Metric] == 0 && !c.failedOn(b.Metric) {
-			c.Failures = append(c.Failures, fmt.Sprintf("budget %s judged no figure: no %s is in both runs; it cannot pass on no data",
-				b, b.Metric))
-		}
-	}
-	return c
 }
 
-// failedOn says whether a row of metric failed already.
+// scenarioFigure is one per-scenario figure of s (nil: s missing, or the
+// figure is): "ttss", "cold_start", "cold_excess", or settled_<figure> of
+// the settled view's steady state.
+func scenarioFigure(s *Scenario, metric string) *float64 {
+	if s == nil {
+		return nil
+	}
+	switch metric {
+	case "ttss":
+		return s.TTSSMs
+	case "cold_start":
+		return fp(s.ColdStart.DurationMs)
+	case "cold_excess":
+		return s.ColdStart.ExcessMs
+	}
+	if s.Settled == nil || !s.Settled.Steady || s.Settled.Stats == nil {
+		return nil
+	}
+	return settledFigure(s.Settled, strings.TrimPrefix(metric, "settled_"))
+}
+
+// scenarios adds the rows of each scenario of either run, by name: its
+// steady iterations' latency percentiles shown, TTSS, the cold-start cost,
+// and the settled view's steady p95 / p99 (p50 and TTSS when budgeted).
+func (k *comparer) scenarios() {
+	names := map[string]bool{}
+	for n := range k.base.Scenarios {
+		names[n] = true
+	}
+	for n := range k.cand.Scenarios {
+		names[n] = true
+	}
+	steady := func(s *Scenario) *Dist {
+		if s == nil {
+			return nil
+		}
+		return s.Regimes["steady"]
+	}
+	for _, n := range sortedKeys(names) {
+		b, x := k.base.Scenarios[n], k.cand.Scenarios[n]
+		for _, m := range latencyFigures {
+			if k.shown[m] {
+				k.add("iteration", n, n, m, distFigure(steady(b), m), distFigure(steady(x), m))
+			}
+		}
+		for _, m := range []string{"ttss", "cold_start", "cold_excess"} {
+			k.add("scenario", n, n, m, scenarioFigure(b, m), scenarioFigure(x, m))
+		}
+		for _, m := range []string{"settled_p50", "settled_p95", "settled_p99", "settled_ttss"} {
+			if m == "settled_p95" || m == "settled_p99" || k.shown[m] {
+				k.add("settled", n, n, m, scenarioFigure(b, m), scenarioFigure(x, m))
+			}
+		}
+	}
+}
+
 func (c *Comparison) failedOn(metric string) bool {
 	for _, r := range c.Rows {
 		if r.Fail && r.Metric == metric {

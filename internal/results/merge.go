@@ -23,99 +23,136 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("merge: no results to merge")
 	}
-	out := NewRun()
-	s := out.Summary
+	m := &merger{out: NewRun(), reqRows: map[string]*RequestRow{}, series: map[string][]SeriesPoint{}}
+	s := m.out.Summary
 	s.Instances = 0
 	s.MergedFrom = names
-	reqRows := map[string]*RequestRow{}
-	var allSeries = map[string][]SeriesPoint{}
 	for i, r := range runs {
-		in := r.Summary
-		inst := max(in.Instances, 1)
-		s.Instances += inst
-		if i == 0 {
-			s.RunID, s.TestID, s.Started, s.Ended, s.Extra = in.RunID, in.TestID, in.Started, in.Ended, in.Extra
-			s.Environment = in.Environment
+		m.header(r.Summary, i)
+		for name, sc := range r.Summary.Scenarios {
+			mergeScenario(s, m.out, name, sc, r.Iter[name], i)
 		}
-		if !in.Started.IsZero() && (s.Started.IsZero() || in.Started.Before(s.Started)) {
-			s.Started = in.Started
-		}
-		if in.Ended.After(s.Ended) {
-			s.Ended = in.Ended
-		}
-		s.Aborted = s.Aborted || in.Aborted
-		if len(in.InstanceEnvironments) > 0 {
-			s.InstanceEnvironments = append(s.InstanceEnvironments, in.InstanceEnvironments...)
-		} else {
-			s.InstanceEnvironments = append(s.InstanceEnvironments, in.Environment)
-		}
-		s.Warnings = dedupe(append(s.Warnings, in.Warnings...))
-		for _, e := range in.Environment.Warnings {
-			s.Warnings = dedupe(append(s.Warnings, fmt.Sprintf("instance %d: %s", i, e)))
-		}
-		for name, sc := range in.Scenarios {
-			mergeScenario(s, out, name, sc, r.Iter[name], i)
-		}
-		for _, row := range in.Requests {
-			k := row.Key()
-			dst := reqRows[k]
-			if dst == nil {
-				cp := *row
-				cp.LastNewConnectionMs = nil
-				dst = &cp
-				reqRows[k] = dst
-				s.Requests = append(s.Requests, dst)
-				out.Req[k] = &Hist{MinMs: math.Inf(1), MaxMs: math.Inf(-1)}
-				dst.Errors, dst.Status5xx, dst.NoResponse, dst.NewConnections, dst.ConnectMs, dst.TLSMs = 0, 0, 0, 0, 0, 0
-			}
-			dst.Errors += row.Errors
-			dst.Status5xx += row.Status5xx
-			dst.NoResponse += row.NoResponse
-			dst.NewConnections += row.NewConnections
-			dst.ConnectMs += row.ConnectMs
-			dst.TLSMs += row.TLSMs
-			dst.LastNewConnectionMs = maxPtr(dst.LastNewConnectionMs, row.LastNewConnectionMs)
-			out.Req[k].Merge(r.Req[k])
-		}
-		for phase, c := range in.ConnectionColdStart {
-			dst := s.ConnectionColdStart[phase]
-			if dst == nil {
-				dst = &ConnPhase{}
-				s.ConnectionColdStart[phase] = dst
-			}
-			dst.Add(c)
-		}
-		for metric, byPhase := range in.Tracked {
-			if s.Tracked == nil {
-				s.Tracked = map[string]map[string]*TrackedCell{}
-			}
-			if s.Tracked[metric] == nil {
-				s.Tracked[metric] = map[string]*TrackedCell{}
-			}
-			for phase, c := range byPhase {
-				dst := s.Tracked[metric][phase]
-				if dst == nil {
-					dst = &TrackedCell{Type: c.Type, Max: c.Max}
-					s.Tracked[metric][phase] = dst
-				}
-				dst.Count += c.Count
-				dst.Sum += c.Sum
-				dst.Last = c.Last
-				dst.Max = math.Max(dst.Max, c.Max)
-			}
-		}
+		m.requests(r)
+		m.phases(r.Summary)
 		for name, sd := range r.Series {
-			allSeries[name] = append(allSeries[name], sd.Points...)
+			m.series[name] = append(m.series[name], sd.Points...)
 		}
 		for _, w := range r.Windows {
 			w.Instance = i
-			out.Windows = append(out.Windows, w)
+			m.out.Windows = append(m.out.Windows, w)
 		}
-		s.Series.WindowsDropped += in.Series.WindowsDropped
-		s.Series.WindowsStride = max(s.Series.WindowsStride, in.Series.WindowsStride)
+		s.Series.WindowsDropped += r.Summary.Series.WindowsDropped
+		s.Series.WindowsStride = max(s.Series.WindowsStride, r.Summary.Series.WindowsStride)
 	}
 	s.End = mergeEnds(runs, names)
-	for name, pts := range allSeries {
+	m.mergeSeries()
+	sort.SliceStable(m.out.Windows, func(i, j int) bool { return m.out.Windows[i].LastMs < m.out.Windows[j].LastMs })
+	if !s.Ended.IsZero() {
+		s.DurationS = s.Ended.Sub(s.Started).Seconds()
+	}
+	m.out.Finalize()
+	return m.out, nil
+}
+
+// merger holds a merge in progress.
+type merger struct {
+	out     *Run
+	reqRows map[string]*RequestRow   // the merged request rows, by key
+	series  map[string][]SeriesPoint // every instance's points, by scenario
+}
+
+// header merges the run's identity (the first instance's), its span (the
+// earliest start, the latest end), abort, environments and warnings.
+func (m *merger) header(in *Summary, i int) {
+	s := m.out.Summary
+	s.Instances += max(in.Instances, 1)
+	if i == 0 {
+		s.RunID, s.TestID, s.Started, s.Ended, s.Extra = in.RunID, in.TestID, in.Started, in.Ended, in.Extra
+		s.Environment = in.Environment
+	}
+	if !in.Started.IsZero() && (s.Started.IsZero() || in.Started.Before(s.Started)) {
+		s.Started = in.Started
+	}
+	if in.Ended.After(s.Ended) {
+		s.Ended = in.Ended
+	}
+	s.Aborted = s.Aborted || in.Aborted
+	if len(in.InstanceEnvironments) > 0 {
+		s.InstanceEnvironments = append(s.InstanceEnvironments, in.InstanceEnvironments...)
+	} else {
+		s.InstanceEnvironments = append(s.InstanceEnvironments, in.Environment)
+	}
+	s.Warnings = dedupe(append(s.Warnings, in.Warnings...))
+	for _, e := range in.Environment.Warnings {
+		s.Warnings = dedupe(append(s.Warnings, fmt.Sprintf("instance %d: %s", i, e)))
+	}
+}
+
+// requests adds the run's request rows to the merged ones of the same key:
+// counters summed, histograms merged.
+func (m *merger) requests(r *Run) {
+	s := m.out.Summary
+	for _, row := range r.Summary.Requests {
+		k := row.Key()
+		dst := m.reqRows[k]
+		if dst == nil {
+			cp := *row
+			cp.LastNewConnectionMs = nil
+			dst = &cp
+			m.reqRows[k] = dst
+			s.Requests = append(s.Requests, dst)
+			m.out.Req[k] = &Hist{MinMs: math.Inf(1), MaxMs: math.Inf(-1)}
+			dst.Errors, dst.Status5xx, dst.NoResponse, dst.NewConnections, dst.ConnectMs, dst.TLSMs = 0, 0, 0, 0, 0, 0
+		}
+		dst.Errors += row.Errors
+		dst.Status5xx += row.Status5xx
+		dst.NoResponse += row.NoResponse
+		dst.NewConnections += row.NewConnections
+		dst.ConnectMs += row.ConnectMs
+		dst.TLSMs += row.TLSMs
+		dst.LastNewConnectionMs = maxPtr(dst.LastNewConnectionMs, row.LastNewConnectionMs)
+		m.out.Req[k].Merge(r.Req[k])
+	}
+}
+
+// phases adds the run's per-phase tables: the connection-pool cold start
+// and the tracked metrics.
+func (m *merger) phases(in *Summary) {
+	s := m.out.Summary
+	for phase, c := range in.ConnectionColdStart {
+		dst := s.ConnectionColdStart[phase]
+		if dst == nil {
+			dst = &ConnPhase{}
+			s.ConnectionColdStart[phase] = dst
+		}
+		dst.Add(c)
+	}
+	for metric, byPhase := range in.Tracked {
+		if s.Tracked == nil {
+			s.Tracked = map[string]map[string]*TrackedCell{}
+		}
+		if s.Tracked[metric] == nil {
+			s.Tracked[metric] = map[string]*TrackedCell{}
+		}
+		for phase, c := range byPhase {
+			dst := s.Tracked[metric][phase]
+			if dst == nil {
+				dst = &TrackedCell{Type: c.Type, Max: c.Max}
+				s.Tracked[metric][phase] = dst
+			}
+			dst.Count += c.Count
+			dst.Sum += c.Sum
+			dst.Last = c.Last
+			dst.Max = math.Max(dst.Max, c.Max)
+		}
+	}
+}
+
+// mergeSeries interleaves each scenario's points of every instance by end
+// time, renumbers and bounds them, and settles the merged series again.
+func (m *merger) mergeSeries() {
+	s := m.out.Summary
+	for name, pts := range m.series {
 		sort.SliceStable(pts, func(i, j int) bool { return pts[i].EndMs < pts[j].EndMs })
 		var total int64
 		var width int32 = 1
@@ -129,23 +166,15 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 		w := int(width) * f
 		info := seriesInfo("", total, len(pts), w)
 		info.Note = "merged from several instances: points interleaved by end time and renumbered. " + info.Note
-		out.Series[name] = &SeriesData{Points: pts, Info: info}
+		m.out.Series[name] = &SeriesData{Points: pts, Info: info}
 		// the settled view of the merged series: the instances' own views
 		// each saw a part of the load
 		if sc := s.Scenarios[name]; sc != nil {
 			sc.Settled = settleSeries(pts, s.Started.UnixNano(), s.Aborted)
 		}
 	}
-	sort.SliceStable(out.Windows, func(i, j int) bool { return out.Windows[i].LastMs < out.Windows[j].LastMs })
-	if !s.Ended.IsZero() {
-		s.DurationS = s.Ended.Sub(s.Started).Seconds()
-	}
-	out.Finalize()
-	return out, nil
 }
 
-// mergeEnds is how the merged test ended: as the first instance that did
-// not complete, else completed when every instance says so, else unknown.
 func mergeEnds(runs []*Run, names []string) *RunEnd {
 	all := true
 	for i, r := range runs {

@@ -69,95 +69,14 @@ func (r *Run) Report(w io.Writer) error {
 		data.StartMs = float64(s.Started.UnixNano()) / 1e6
 	}
 	for _, name := range s.SortedScenarios() {
-		sc := s.Scenarios[name]
-		rs := reportScenario{Name: name, Class: sc.Class, TTSSMs: sc.TTSSMs, Iterations: sc.Iterations,
-			Points: [][7]float64{}, Regions: []Region{}, Transitions: []reportTrans{}, Windows: []reportWindow{}}
-		iterIndexed := sc.Input == "" || sc.Input == "iteration"
-		if sd := r.Series[name]; sd != nil {
-			rs.Aggregated, rs.BucketWidth = sd.Info.Aggregated, sd.Info.BucketWidth
-			rs.Regions = Regions(sd.Points)
-			pts := sd.Points
-			if len(pts) > reportPointLimit {
-				pts, _ = rebound(append([]SeriesPoint(nil), pts...), reportPointLimit)
-				rs.Aggregated = true
-			}
-			rs.Points = make([][7]float64, len(pts))
-			for i, p := range pts {
-				rs.Points[i] = [7]float64{float64(p.Index), float64(p.N), round3(p.EndMs), r32(p.Min), r32(p.Med), r32(p.Max), float64(p.Regime)}
-			}
-		}
-		for _, t := range sc.Transitions {
-			rt := reportTrans{Kind: t.Kind, To: t.To, Endpoint: t.Endpoint, AtMs: t.AtMs}
-			if t.Endpoint == "" && iterIndexed {
-				i := t.Index
-				rt.Index = &i
-			}
-			if rt.AtMs == 0 && data.StartMs > 0 {
-				rt.AtMs = data.StartMs + t.ElapsedMs
-			}
-			rs.Transitions = append(rs.Transitions, rt)
-		}
-		if v := sc.Settled; v != nil && v.Steady && v.Boundary != nil {
-			// the settled boundary, drawn beside the online transitions
-			rt := reportTrans{Kind: "settled", To: "steady (settled)"}
-			switch {
-			case v.AtMs > 0:
-				rt.AtMs = v.AtMs
-			case data.StartMs > 0: // a summary from before at_ms: from the run's start
-				rt.AtMs = data.StartMs + v.Boundary.ElapsedMs
-			}
-			if iterIndexed {
-				i := v.Boundary.Index
-				rt.Index = &i
-			}
-			rs.Transitions = append(rs.Transitions, rt)
-		}
-		for _, wr := range r.Windows {
-			if wr.Scenario != name {
-				continue
-			}
-			rw := reportWindow{Endpoint: wr.Endpoint, FirstMs: round3(wr.FirstMs), LastMs: round3(wr.LastMs), Median: wr.Median, Tail: wr.Tail}
-			if wr.Endpoint == "" && iterIndexed && wr.Instance == 0 {
-				a, b := wr.FirstIndex, wr.LastIndex
-				rw.FirstIdx, rw.Index = &a, &b
-			}
-			rs.Windows = append(rs.Windows, rw)
-		}
-		data.Scenarios = append(data.Scenarios, rs)
+		data.Scenarios = append(data.Scenarios, r.reportScenario(name, data.StartMs))
 	}
 	js, err := json.Marshal(data)
 	if err != nil {
 		return err
 	}
 	var b strings.Builder
-	esc := html.EscapeString
-	title := "xk6-regime report " + s.RunID
-	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n<style>%s</style></head><body>\n", esc(title), reportCSS)
-	fmt.Fprintf(&b, "<h1>%s</h1>\n<p class=\"meta\">started %s, %.1f s", esc(title), esc(fmtTime(s.Started)), s.DurationS)
-	if s.TestID != "" {
-		fmt.Fprintf(&b, ", testid %s", esc(s.TestID))
-	}
-	if s.Instances > 1 {
-		fmt.Fprintf(&b, ", merged from %d k6 instances", s.Instances)
-	}
-	b.WriteString("</p>\n")
-	class := "end"
-	if !s.Completed() {
-		class += " end-incomplete"
-	}
-	fmt.Fprintf(&b, "<p class=\"%s\" id=\"run-end\"><b>Run ended:</b> %s</p>\n", class, esc(s.EndText()))
-	warnings := append(append([]string(nil), s.Environment.Warnings...), s.Warnings...)
-	for _, e := range s.InstanceEnvironments {
-		warnings = append(warnings, e.Warnings...)
-	}
-	if len(warnings) > 0 {
-		b.WriteString("<div class=\"warnings\" id=\"warnings\"><b>Warnings</b><ul>")
-		for _, w := range dedupe(warnings) {
-			fmt.Fprintf(&b, "<li>%s</li>", esc(w))
-		}
-		b.WriteString("</ul></div>\n")
-	}
-	b.WriteString(`<p class="legend"><span class="sw cold"></span>cold <span class="sw warmup"></span>warm-up <span class="sw steady"></span>steady <span class="sw data"></span>iteration duration (min-max per pixel column) <span class="sw med"></span>median <span class="sw wmed"></span>window median <span class="sw wtail"></span>window tail <span class="sw tr"></span>transition (decided) <span class="sw str"></span>settled steady-state start (whole run)</p>` + "\n")
+	writeReportHead(&b, s)
 	b.WriteString("<div id=\"plots\"></div>\n")
 	writeRegimeTable(&b, s)
 	writeSettledTable(&b, s)
@@ -173,6 +92,109 @@ func (r *Run) Report(w io.Writer) error {
 	}
 	_, err = io.WriteString(w, "</script>\n<script>"+reportJS+"</script>\n</body></html>\n")
 	return err
+}
+
+// reportScenario is what report.js draws of one scenario: its series
+// (downsampled to reportPointLimit points), regions, transitions (the
+// settled boundary among them) and windows. startMs is the run's start
+// (Unix ms; 0 when unknown).
+func (r *Run) reportScenario(name string, startMs float64) reportScenario {
+	sc := r.Summary.Scenarios[name]
+	rs := reportScenario{Name: name, Class: sc.Class, TTSSMs: sc.TTSSMs, Iterations: sc.Iterations,
+		Points: [][7]float64{}, Regions: []Region{}, Transitions: []reportTrans{}, Windows: []reportWindow{}}
+	iterIndexed := sc.Input == "" || sc.Input == "iteration"
+	if sd := r.Series[name]; sd != nil {
+		rs.Aggregated, rs.BucketWidth = sd.Info.Aggregated, sd.Info.BucketWidth
+		rs.Regions = Regions(sd.Points)
+		pts := sd.Points
+		if len(pts) > reportPointLimit {
+			pts, _ = rebound(append([]SeriesPoint(nil), pts...), reportPointLimit)
+			rs.Aggregated = true
+		}
+		rs.Points = make([][7]float64, len(pts))
+		for i, p := range pts {
+			rs.Points[i] = [7]float64{float64(p.Index), float64(p.N), round3(p.EndMs), r32(p.Min), r32(p.Med), r32(p.Max), float64(p.Regime)}
+		}
+	}
+	rs.Transitions = reportTransitions(sc, startMs, iterIndexed)
+	for _, wr := range r.Windows {
+		if wr.Scenario != name {
+			continue
+		}
+		rw := reportWindow{Endpoint: wr.Endpoint, FirstMs: round3(wr.FirstMs), LastMs: round3(wr.LastMs), Median: wr.Median, Tail: wr.Tail}
+		if wr.Endpoint == "" && iterIndexed && wr.Instance == 0 {
+			a, b := wr.FirstIndex, wr.LastIndex
+			rw.FirstIdx, rw.Index = &a, &b
+		}
+		rs.Windows = append(rs.Windows, rw)
+	}
+	return rs
+}
+
+// reportTransitions lists the scenario's online transitions, then the
+// settled boundary (drawn beside them); iteration indexes only where the
+// series counts iterations.
+func reportTransitions(sc *Scenario, startMs float64, iterIndexed bool) []reportTrans {
+	out := []reportTrans{}
+	for _, t := range sc.Transitions {
+		rt := reportTrans{Kind: t.Kind, To: t.To, Endpoint: t.Endpoint, AtMs: t.AtMs}
+		if t.Endpoint == "" && iterIndexed {
+			i := t.Index
+			rt.Index = &i
+		}
+		if rt.AtMs == 0 && startMs > 0 {
+			rt.AtMs = startMs + t.ElapsedMs
+		}
+		out = append(out, rt)
+	}
+	if v := sc.Settled; v != nil && v.Steady && v.Boundary != nil {
+		rt := reportTrans{Kind: "settled", To: "steady (settled)"}
+		switch {
+		case v.AtMs > 0:
+			rt.AtMs = v.AtMs
+		case startMs > 0: // a summary from before at_ms: from the run's start
+			rt.AtMs = startMs + v.Boundary.ElapsedMs
+		}
+		if iterIndexed {
+			i := v.Boundary.Index
+			rt.Index = &i
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// writeReportHead writes the report's head, title line, how the run ended,
+// its warnings and the plots' legend.
+func writeReportHead(b *strings.Builder, s *Summary) {
+	esc := html.EscapeString
+	title := "xk6-regime report " + s.RunID
+	fmt.Fprintf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n<style>%s</style></head><body>\n", esc(title), reportCSS)
+	fmt.Fprintf(b, "<h1>%s</h1>\n<p class=\"meta\">started %s, %.1f s", esc(title), esc(fmtTime(s.Started)), s.DurationS)
+	if s.TestID != "" {
+		fmt.Fprintf(b, ", testid %s", esc(s.TestID))
+	}
+	if s.Instances > 1 {
+		fmt.Fprintf(b, ", merged from %d k6 instances", s.Instances)
+	}
+	b.WriteString("</p>\n")
+	class := "end"
+	if !s.Completed() {
+		class += " end-incomplete"
+	}
+	fmt.Fprintf(b, "<p class=\"%s\" id=\"run-end\"><b>Run ended:</b> %s</p>\n", class, esc(s.EndText()))
+	warnings := append(append([]string(nil), s.Environment.Warnings...), s.Warnings...)
+	for _, e := range s.InstanceEnvironments {
+		warnings = append(warnings, e.Warnings...)
+	}
+	if len(warnings) > 0 {
+		b.WriteString("<div class=\"warnings\" id=\"warnings\"><b>Warnings</b><ul>")
+		for _, w := range dedupe(warnings) {
+			fmt.Fprintf(b, "<li>%s</li>", esc(w))
+		}
+		b.WriteString("</ul></div>\n")
+	}
+	b.WriteString(`<p class="legend"><span class="sw cold"></span>cold <span class="sw warmup"></span>warm-up <span class="sw steady"></span>steady <span class="sw data"></span>iteration duration (min-max per pixel column) <span class="sw med"></span>median <span class="sw wmed"></span>window median <span class="sw wtail"></span>window tail <span class="sw tr"></span>transition (decided) <span class="sw str"></span>settled steady-state start (whole run)</p>` + "\n")
 }
 
 func r32(v float32) float64 { return round3(float64(v)) }
