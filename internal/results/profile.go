@@ -165,20 +165,8 @@ func BuildProfile(in []ProfileInput, o ProfileOptions) (*Profile, error) {
 	for i, r := range in {
 		sums[i], dirs[i] = r.Summary, r.Dir
 	}
-	if err := sameScenarios(sums, dirs, "profile"); err != nil {
+	if err := checkProfileInputs(in, sums, dirs); err != nil {
 		return nil, err
-	}
-	for i, r := range in {
-		if !r.Summary.Completed() {
-			return nil, fmt.Errorf("profile: %s: the run did not complete (%s): a profile is learnt from whole runs", dirs[i], r.Summary.EndText())
-		}
-		if len(r.Windows) == 0 {
-			return nil, fmt.Errorf("profile: %s has no %s (detector windows): the profile's curves are made of them", dirs[i], WindowsFile)
-		}
-		if r.Summary.Series.WindowsStride > 1 {
-			return nil, fmt.Errorf("profile: %s: %s was thinned (stride %d): the run is too long for a profile of 1-s blocks",
-				dirs[i], WindowsFile, r.Summary.Series.WindowsStride)
-		}
 	}
 	order := make([]int, len(in))
 	for i := range order {
@@ -189,53 +177,10 @@ func BuildProfile(in []ProfileInput, o ProfileOptions) (*Profile, error) {
 	for _, i := range order {
 		p.Runs = append(p.Runs, ProfileRun{RunID: sums[i].RunID, Dir: dirs[i], Started: sums[i].Started, Label: runLabel(sums[i], o.LabelKey)})
 	}
-
-	scenarios := slices.Sorted(maps.Keys(sums[0].Scenarios))
-	// each scope's windows per run (in run order), and the scenario's origin
-	type scopeKey struct{ scenario, endpoint string }
-	wins := map[scopeKey][][]WindowRow{}
-	origin := make([]map[string]float64, len(order)) // per run: scenario -> first window's start
-	for k, i := range order {
-		origin[k] = map[string]float64{}
-		for _, w := range in[i].Windows {
-			key := scopeKey{w.Scenario, w.Endpoint}
-			if _, ok := sums[i].Scenarios[w.Scenario]; !ok {
-				continue
-			}
-			if wins[key] == nil {
-				wins[key] = make([][]WindowRow, len(order))
-			}
-			wins[key][k] = append(wins[key][k], w)
-			if o, ok := origin[k][w.Scenario]; !ok || w.FirstMs < o {
-				origin[k][w.Scenario] = w.FirstMs
-			}
-		}
-	}
+	wins, origin := profileWindows(in, order)
 	if o.RateTolerance > 0 {
-		// a scenario's iteration rate: its iterations over the span of its
-		// windows (first start to last end, any endpoint)
-		for _, name := range scenarios {
-			rates := make([]float64, len(order))
-			for k, i := range order {
-				last := 0.0
-				for key, byRun := range wins {
-					if key.scenario == name {
-						for _, w := range byRun[k] {
-							last = max(last, w.LastMs)
-						}
-					}
-				}
-				if span := last - origin[k][name]; span > 0 {
-					rates[k] = float64(sums[i].Scenarios[name].Iterations) / span * 1000
-				}
-			}
-			med := median64(slices.Clone(rates))
-			for k, i := range order {
-				if med > 0 && rates[k] > 0 && math.Abs(rates[k]/med-1) > o.RateTolerance {
-					return nil, fmt.Errorf("profile: %s: scenario %s ran %.1f iterations/s where the runs' median is %.1f (more than %.0f%% apart): another load; a profile is learnt from runs of one script and load (--rate-tolerance)",
-						dirs[i], name, rates[k], med, o.RateTolerance*100)
-				}
-			}
+		if err := checkProfileRates(sums, dirs, order, wins, origin, o.RateTolerance); err != nil {
+			return nil, err
 		}
 	}
 	// the block width: 1 s, doubled while the longest scope needs more blocks
@@ -264,6 +209,87 @@ func BuildProfile(in []ProfileInput, o ProfileOptions) (*Profile, error) {
 		return nil, errors.New("profile: no detector windows in any run")
 	}
 	return p, nil
+}
+
+// checkProfileInputs refuses runs a profile cannot be learnt from: other
+// scenarios, a run that did not complete, no windows, or thinned ones.
+func checkProfileInputs(in []ProfileInput, sums []*Summary, dirs []string) error {
+	if err := sameScenarios(sums, dirs, "profile"); err != nil {
+		return err
+	}
+	for i, r := range in {
+		if !r.Summary.Completed() {
+			return fmt.Errorf("profile: %s: the run did not complete (%s): a profile is learnt from whole runs", dirs[i], r.Summary.EndText())
+		}
+		if len(r.Windows) == 0 {
+			return fmt.Errorf("profile: %s has no %s (detector windows): the profile's curves are made of them", dirs[i], WindowsFile)
+		}
+		if r.Summary.Series.WindowsStride > 1 {
+			return fmt.Errorf("profile: %s: %s was thinned (stride %d): the run is too long for a profile of 1-s blocks",
+				dirs[i], WindowsFile, r.Summary.Series.WindowsStride)
+		}
+	}
+	return nil
+}
+
+// scopeKey is a profile's scope: a scenario, or one of its endpoints.
+type scopeKey struct{ scenario, endpoint string }
+
+// profileWindows sorts the runs' windows by scope, each scope's per run in
+// run order (the k-th slice is the run order[k]'s), and returns with them
+// each run's origin per scenario: the start of its first window.
+func profileWindows(in []ProfileInput, order []int) (map[scopeKey][][]WindowRow, []map[string]float64) {
+	wins := map[scopeKey][][]WindowRow{}
+	origin := make([]map[string]float64, len(order))
+	for k, i := range order {
+		origin[k] = map[string]float64{}
+		for _, w := range in[i].Windows {
+			key := scopeKey{w.Scenario, w.Endpoint}
+			if _, ok := in[i].Summary.Scenarios[w.Scenario]; !ok {
+				continue
+			}
+			if wins[key] == nil {
+				wins[key] = make([][]WindowRow, len(order))
+			}
+			wins[key][k] = append(wins[key][k], w)
+			if o, ok := origin[k][w.Scenario]; !ok || w.FirstMs < o {
+				origin[k][w.Scenario] = w.FirstMs
+			}
+		}
+	}
+	return wins, origin
+}
+
+// checkProfileRates refuses a run whose scenario ran at another iteration
+// rate than the runs' median (by more than tolerance, relative): another
+// load. A scenario's rate is its iterations over the span of its windows
+// (first start to last end, any endpoint).
+func checkProfileRates(sums []*Summary, dirs []string, order []int, wins map[scopeKey][][]WindowRow,
+	origin []map[string]float64, tolerance float64) error {
+	for _, name := range slices.Sorted(maps.Keys(sums[0].Scenarios)) {
+		rates := make([]float64, len(order))
+		for k, i := range order {
+			last := 0.0
+			for key, byRun := range wins {
+				if key.scenario == name {
+					for _, w := range byRun[k] {
+						last = max(last, w.LastMs)
+					}
+				}
+			}
+			if span := last - origin[k][name]; span > 0 {
+				rates[k] = float64(sums[i].Scenarios[name].Iterations) / span * 1000
+			}
+		}
+		med := median64(slices.Clone(rates))
+		for k, i := range order {
+			if med > 0 && rates[k] > 0 && math.Abs(rates[k]/med-1) > tolerance {
+				return fmt.Errorf("profile: %s: scenario %s ran %.1f iterations/s where the runs' median is %.1f (more than %.0f%% apart): another load; a profile is learnt from runs of one script and load (--rate-tolerance)",
+					dirs[i], name, rates[k], med, tolerance*100)
+			}
+		}
+	}
+	return nil
 }
 
 // sameScenarios refuses runs of different scripts, naming their scenarios.
@@ -316,27 +342,51 @@ func distOf(v []float64) ProfileDist {
 // profileScope builds one scope's profile from its windows in each run.
 func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, origin []map[string]float64, sums []*Summary, order []int) *ProfileScope {
 	sc := &ProfileScope{Scenario: scenario, Endpoint: endpoint}
+	med, tail := sc.blocks(p.BlockMs, byRun, origin)
+	sc.Median, sc.Tail = profileBand(med), profileBand(tail)
+	sc.RunMedians = med
+	devM, devT := sc.steadyLevels(p.BlockMs, med, tail, origin, sums, order)
+	slices.Sort(devM)
+	slices.Sort(devT)
+	if len(devM) > 0 {
+		sc.Envelope.Median = Interval{quantile64(devM, 0.05), quantile64(devM, 0.95)}
+		sc.Envelope.MedianMax = Interval{devM[0], devM[len(devM)-1]}
+	}
+	if len(devT) > 0 {
+		sc.Envelope.Tail = Interval{quantile64(devT, 0.05), quantile64(devT, 0.95)}
+		sc.Envelope.TailMax = Interval{devT[0], devT[len(devT)-1]}
+	}
+	sc.Envelope.Blocks = len(devM)
+	sc.WelchEndMs = welchEnd(med, sc.Envelope.Median) * p.BlockMs
+	if endpoint == "" {
+		sc.runCosts(sums, order)
+	}
+	return sc
+}
+
+// blocks returns each run's block medians and tails (k-th: the run
+// order[k]'s; 0 where a run has no window): each window is assigned to the
+// block of its middle, and windows sharing a block give their
+// count-weighted mean. It sets the scope's tail quantile.
+func (sc *ProfileScope) blocks(blockMs float64, byRun [][]WindowRow, origin []map[string]float64) (med, tail [][]float64) {
 	nb := 0
-	// per run: block medians and tails (the window covering most of the
-	// block; each window assigned to the block of its middle)
-	med := make([][]float64, len(byRun))
-	tail := make([][]float64, len(byRun))
 	for k, ws := range byRun {
 		for _, w := range ws {
 			sc.TailQuantile = w.TailQuantile
-			b := int(((w.FirstMs+w.LastMs)/2 - origin[k][scenario]) / p.BlockMs)
+			b := int(((w.FirstMs+w.LastMs)/2 - origin[k][sc.Scenario]) / blockMs)
 			nb = max(nb, b+1)
 		}
 	}
+	med = make([][]float64, len(byRun))
+	tail = make([][]float64, len(byRun))
 	for k, ws := range byRun {
 		med[k], tail[k] = make([]float64, nb), make([]float64, nb)
 		cnt := make([]int, nb)
 		for _, w := range ws {
-			b := int(((w.FirstMs+w.LastMs)/2 - origin[k][scenario]) / p.BlockMs)
+			b := int(((w.FirstMs+w.LastMs)/2 - origin[k][sc.Scenario]) / blockMs)
 			if b < 0 || b >= nb || w.N == 0 {
 				continue
 			}
-			// windows sharing a block: their count-weighted mean
 			med[k][b] += w.Median * float64(w.N)
 			tail[k][b] += w.Tail * float64(w.N)
 			cnt[b] += w.N
@@ -348,35 +398,45 @@ func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, or
 			}
 		}
 	}
-	band := func(curves [][]float64) []ProfileBand {
-		out := make([]ProfileBand, nb)
-		for b := range nb {
-			var v []float64
-			for _, c := range curves {
-				if c[b] > 0 {
-					v = append(v, c[b])
-				}
-			}
-			if len(v) == 0 {
-				continue
-			}
-			slices.Sort(v)
-			out[b] = ProfileBand{Mid: quantile64(v, 0.5), Lo: v[0], Hi: v[len(v)-1], Runs: len(v)}
-		}
-		return out
-	}
-	sc.Median, sc.Tail = band(med), band(tail)
-	sc.RunMedians = med
+	return med, tail
+}
 
-	// each run's boundary (ms from the scope's origin) and steady levels
-	var ends, levels []float64
-	var devM, devT []float64
-	var p50s, p99s []float64
+// profileBand is, per block, the median, least and greatest of the runs'
+// curves where they have a value.
+func profileBand(curves [][]float64) []ProfileBand {
+	nb := 0
+	if len(curves) > 0 {
+		nb = len(curves[0])
+	}
+	out := make([]ProfileBand, nb)
+	for b := range nb {
+		var v []float64
+		for _, c := range curves {
+			if c[b] > 0 {
+				v = append(v, c[b])
+			}
+		}
+		if len(v) == 0 {
+			continue
+		}
+		slices.Sort(v)
+		out[b] = ProfileBand{Mid: quantile64(v, 0.5), Lo: v[0], Hi: v[len(v)-1], Runs: len(v)}
+	}
+	return out
+}
+
+// steadyLevels sets, from each run's settled view, the warm-up end, the
+// steady p50/p99 and level distributions (runs without a settled steady
+// state are counted in NoSteady), and returns the relative deviations of
+// the steady blocks' medians and tails from their run's level (the
+// envelope's material).
+func (sc *ProfileScope) steadyLevels(blockMs float64, med, tail [][]float64, origin []map[string]float64,
+	sums []*Summary, order []int) (devM, devT []float64) {
+	var ends, levels, p50s, p99s []float64
 	for k, i := range order {
-		s := sums[i].Scenarios[scenario]
-		st := s.Settled
-		if endpoint != "" && st != nil {
-			st = st.Endpoints[endpoint]
+		st := sums[i].Scenarios[sc.Scenario].Settled
+		if sc.Endpoint != "" && st != nil {
+			st = st.Endpoints[sc.Endpoint]
 		}
 		if st == nil || !st.Steady || st.AtMs == 0 {
 			sc.NoSteady++
@@ -386,11 +446,10 @@ func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, or
 			p50s = append(p50s, st.Stats.P50Ms)
 			p99s = append(p99s, st.Stats.P99Ms)
 		}
-		end := st.AtMs - origin[k][scenario]
+		end := st.AtMs - origin[k][sc.Scenario]
 		ends = append(ends, max(end, 0))
-		first := int(math.Ceil(end / p.BlockMs))
 		var ms, ts []float64
-		for b := max(first, 0); b < nb; b++ {
+		for b := max(int(math.Ceil(end/blockMs)), 0); b < len(med[k]); b++ {
 			if med[k][b] > 0 {
 				ms = append(ms, med[k][b])
 				ts = append(ts, tail[k][b])
@@ -418,37 +477,28 @@ func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, or
 		lo, hi := slices.Min(levels), slices.Max(levels)
 		sc.LevelSpread = Interval{lo/sc.LevelMs - 1, hi/sc.LevelMs - 1}
 	}
-	slices.Sort(devM)
-	slices.Sort(devT)
-	if len(devM) > 0 {
-		sc.Envelope.Median = Interval{quantile64(devM, 0.05), quantile64(devM, 0.95)}
-		sc.Envelope.MedianMax = Interval{devM[0], devM[len(devM)-1]}
-	}
-	if len(devT) > 0 {
-		sc.Envelope.Tail = Interval{quantile64(devT, 0.05), quantile64(devT, 0.95)}
-		sc.Envelope.TailMax = Interval{devT[0], devT[len(devT)-1]}
-	}
-	sc.Envelope.Blocks = len(devM)
-	sc.WelchEndMs = welchEnd(med, sc.Envelope.Median) * p.BlockMs
-	if endpoint == "" {
-		var tt, ot, cs, ce []float64
-		for _, i := range order {
-			s := sums[i].Scenarios[scenario]
-			if s.Settled != nil && s.Settled.Steady && s.Settled.TTSSMs != nil {
-				tt = append(tt, *s.Settled.TTSSMs)
-			}
-			if s.TTSSMs != nil {
-				ot = append(ot, *s.TTSSMs)
-			}
-			cs = append(cs, s.ColdStart.DurationMs)
-			if s.ColdStart.ExcessMs != nil {
-				ce = append(ce, *s.ColdStart.ExcessMs)
-			}
+	return devM, devT
+}
+
+// runCosts sets the scenario's distributions over the runs of the settled
+// and online TTSS and the cold-start cost and excess.
+func (sc *ProfileScope) runCosts(sums []*Summary, order []int) {
+	var tt, ot, cs, ce []float64
+	for _, i := range order {
+		s := sums[i].Scenarios[sc.Scenario]
+		if s.Settled != nil && s.Settled.Steady && s.Settled.TTSSMs != nil {
+			tt = append(tt, *s.Settled.TTSSMs)
 		}
-		d1, d2, d3, d4 := distOf(tt), distOf(ot), distOf(cs), distOf(ce)
-		sc.TTSS, sc.OnlineTTSS, sc.ColdStart, sc.ColdExcess = &d1, &d2, &d3, &d4
+		if s.TTSSMs != nil {
+			ot = append(ot, *s.TTSSMs)
+		}
+		cs = append(cs, s.ColdStart.DurationMs)
+		if s.ColdStart.ExcessMs != nil {
+			ce = append(ce, *s.ColdStart.ExcessMs)
+		}
 	}
-	return sc
+	d1, d2, d3, d4 := distOf(tt), distOf(ot), distOf(cs), distOf(ce)
+	sc.TTSS, sc.OnlineTTSS, sc.ColdStart, sc.ColdExcess = &d1, &d2, &d3, &d4
 }
 
 // welchEnd returns the block where the runs' averaged curve stops

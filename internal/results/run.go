@@ -90,48 +90,69 @@ func (r *Run) Finalize() {
 		if sc.Regimes == nil {
 			sc.Regimes = map[string]*Dist{}
 		}
-		hs := r.Iter[name]
-		if hs == nil {
-			continue
-		}
-		var total int64
-		for i, h := range hs {
-			d := sc.Regimes[Regimes[i]]
-			if d == nil {
-				d = &Dist{}
-				sc.Regimes[Regimes[i]] = d
-			}
-			if h == nil {
-				continue
-			}
-			h.fill(d)
-			total += d.Count
-			d.HLog = filepath.Join(hdrDir, iterHLogName(name, Regimes[i]))
-			d.Tag = iterTag(name, Regimes[i])
-		}
-		if sc.Iterations < total+sc.Untagged {
-			sc.Iterations = total + sc.Untagged
-		}
-		if cold := hs[0]; cold != nil {
-			sc.ColdStart.Iterations, sc.ColdStart.DurationMs = cold.Count, cold.SumMs
-		}
-		sc.ColdStart.ExcessMs = nil
-		if st := hs[2]; st != nil && st.Count > 0 {
-			p50 := st.Quantile(50)
-			excess := 0.0
-			for _, h := range hs[:2] {
-				if h != nil {
-					excess += h.SumMs - float64(h.Count)*p50
-				}
-			}
-			sc.ColdStart.ExcessMs = &excess
-		}
-		sc.WarmupMs = nil
-		if sc.ColdEnd != nil && sc.SteadyStart != nil {
-			w := math.Max(0, sc.SteadyStart.ElapsedMs-sc.ColdEnd.ElapsedMs)
-			sc.WarmupMs = &w
+		if hs := r.Iter[name]; hs != nil {
+			finalizeScenario(name, sc, hs)
 		}
 	}
+	r.finalizeRequests()
+	s.Series.Windows = WindowsFile
+	s.Series.Iterations = map[string]IterSeriesInfo{}
+	for name, sd := range r.Series {
+		sd.Info.File = filepath.Join(seriesDir, "iterations-"+fileSafe(name)+".csv")
+		sd.Info.Points = len(sd.Points)
+		s.Series.Iterations[name] = sd.Info
+	}
+}
+
+// finalizeScenario fills a scenario's per-regime distributions from its
+// iteration histograms (cold, warmup, steady), its iteration count, the
+// cold-start cost (the cold iterations' total; the excess of cold and
+// warm-up iterations over the steady median) and the warm-up's duration.
+func finalizeScenario(name string, sc *Scenario, hs *[3]*Hist) {
+	var total int64
+	for i, h := range hs {
+		d := sc.Regimes[Regimes[i]]
+		if d == nil {
+			d = &Dist{}
+			sc.Regimes[Regimes[i]] = d
+		}
+		if h == nil {
+			continue
+		}
+		h.fill(d)
+		total += d.Count
+		d.HLog = filepath.Join(hdrDir, iterHLogName(name, Regimes[i]))
+		d.Tag = iterTag(name, Regimes[i])
+	}
+	if sc.Iterations < total+sc.Untagged {
+		sc.Iterations = total + sc.Untagged
+	}
+	if cold := hs[0]; cold != nil {
+		sc.ColdStart.Iterations, sc.ColdStart.DurationMs = cold.Count, cold.SumMs
+	}
+	sc.ColdStart.ExcessMs = nil
+	if st := hs[2]; st != nil && st.Count > 0 {
+		p50 := st.Quantile(50)
+		excess := 0.0
+		for _, h := range hs[:2] {
+			if h != nil {
+				excess += h.SumMs - float64(h.Count)*p50
+			}
+		}
+		sc.ColdStart.ExcessMs = &excess
+	}
+	sc.WarmupMs = nil
+	if sc.ColdEnd != nil && sc.SteadyStart != nil {
+		w := math.Max(0, sc.SteadyStart.ElapsedMs-sc.ColdEnd.ElapsedMs)
+		sc.WarmupMs = &w
+	}
+}
+
+// finalizeRequests fills each request row's distribution and error rate
+// from its histogram (spanning its scenario's regime when known), and
+// orders the rows by scenario, phase, endpoint, protocol and regime.
+func (r *Run) finalizeRequests() {
+	s := r.Summary
 	for _, row := range s.Requests {
 		h := r.Req[row.Key()]
 		if h == nil {
@@ -168,13 +189,6 @@ func (r *Run) Finalize() {
 		}
 		return regimeRank(a.Regime) < regimeRank(b.Regime)
 	})
-	s.Series.Windows = WindowsFile
-	s.Series.Iterations = map[string]IterSeriesInfo{}
-	for name, sd := range r.Series {
-		sd.Info.File = filepath.Join(seriesDir, "iterations-"+fileSafe(name)+".csv")
-		sd.Info.Points = len(sd.Points)
-		s.Series.Iterations[name] = sd.Info
-	}
 }
 
 func regimeRank(r string) int {
