@@ -139,24 +139,7 @@ func (p *Probe) Finish() Environment {
 // cgroup reads the CPU limit and throttling counters of this process's
 // cgroup: v2 (cpu.max, cpu.stat) or else v1 (cpu.cfs_quota_us, cpu.stat).
 func (p *Probe) cgroup() (ver, raw string, cores *float64, st cgroupStat, ok bool) {
-	v2path, v1path := "", ""
-	if b, err := p.ReadFile("/proc/self/cgroup"); err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			parts := strings.SplitN(sc.Text(), ":", 3)
-			if len(parts) != 3 {
-				continue
-			}
-			if parts[0] == "0" && parts[1] == "" {
-				v2path = parts[2]
-			}
-			for _, c := range strings.Split(parts[1], ",") {
-				if c == "cpu" {
-					v1path = parts[2]
-				}
-			}
-		}
-	}
+	v2path, v1path := p.cgroupPaths()
 	for _, dir := range []string{path.Join("/sys/fs/cgroup", v2path), "/sys/fs/cgroup"} {
 		b, err := p.ReadFile(path.Join(dir, "cpu.max"))
 		if err != nil {
@@ -181,28 +164,61 @@ func (p *Probe) cgroup() (ver, raw string, cores *float64, st cgroupStat, ok boo
 	}
 	for _, base := range []string{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"} {
 		for _, dir := range []string{path.Join(base, v1path), base} {
-			qb, err := p.ReadFile(path.Join(dir, "cpu.cfs_quota_us"))
-			if err != nil {
-				continue
+			if raw, cores, st, ok, found := p.cgroupV1(dir); found {
+				return "v1", raw, cores, st, ok
 			}
-			pb, _ := p.ReadFile(path.Join(dir, "cpu.cfs_period_us"))
-			q, _ := strconv.ParseFloat(strings.TrimSpace(string(qb)), 64)
-			per, _ := strconv.ParseFloat(strings.TrimSpace(string(pb)), 64)
-			raw = "max"
-			if q > 0 && per > 0 {
-				raw = fmt.Sprintf("%.0f %.0f", q, per)
-				c := q / per
-				cores = &c
-			}
-			if sb, err := p.ReadFile(path.Join(dir, "cpu.stat")); err == nil {
-				kv := parseKV(sb)
-				st = cgroupStat{periods: int64(kv["nr_periods"]), throttled: int64(kv["nr_throttled"]), throttledUs: kv["throttled_time"] / 1000}
-				ok = true
-			}
-			return "v1", raw, cores, st, ok
 		}
 	}
 	return "none", "max", nil, st, false
+}
+
+// cgroupPaths reads this process's cgroup paths from /proc/self/cgroup:
+// the unified (v2) hierarchy's, and the v1 cpu controller's.
+func (p *Probe) cgroupPaths() (v2path, v1path string) {
+	b, err := p.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", ""
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			v2path = parts[2]
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == "cpu" {
+				v1path = parts[2]
+			}
+		}
+	}
+	return v2path, v1path
+}
+
+// cgroupV1 reads the CPU quota and throttling of a cgroup v1 cpu folder
+// (found: false when it has no cpu.cfs_quota_us).
+func (p *Probe) cgroupV1(dir string) (raw string, cores *float64, st cgroupStat, ok, found bool) {
+	qb, err := p.ReadFile(path.Join(dir, "cpu.cfs_quota_us"))
+	if err != nil {
+		return "", nil, st, false, false
+	}
+	pb, _ := p.ReadFile(path.Join(dir, "cpu.cfs_period_us"))
+	q, _ := strconv.ParseFloat(strings.TrimSpace(string(qb)), 64)
+	per, _ := strconv.ParseFloat(strings.TrimSpace(string(pb)), 64)
+	raw = "max"
+	if q > 0 && per > 0 {
+		raw = fmt.Sprintf("%.0f %.0f", q, per)
+		c := q / per
+		cores = &c
+	}
+	if sb, err := p.ReadFile(path.Join(dir, "cpu.stat")); err == nil {
+		kv := parseKV(sb)
+		st = cgroupStat{periods: int64(kv["nr_periods"]), throttled: int64(kv["nr_throttled"]), throttledUs: kv["throttled_time"] / 1000}
+		ok = true
+	}
+	return raw, cores, st, ok, true
 }
 
 func parseKV(b []byte) map[string]float64 {

@@ -132,59 +132,12 @@ func BuildHistory(sums []*Summary, dirs []string, o HistoryOptions) (*History, e
 	if err := sameScenarios(sums, dirs, "history"); err != nil {
 		return nil, err
 	}
-	want := slices.Sorted(maps.Keys(sums[0].Scenarios))
-	// the scopes: every scenario, and every endpoint any run's settled view has
-	var scopes []historyScope
-	for _, name := range want {
-		scopes = append(scopes, historyScope{scenario: name})
-		eps := map[string]bool{}
-		for _, s := range sums {
-			if st := s.Scenarios[name].Settled; st != nil {
-				for ep := range st.Endpoints {
-					eps[ep] = true
-				}
-			}
-		}
-		for _, ep := range slices.Sorted(maps.Keys(eps)) {
-			scopes = append(scopes, historyScope{scenario: name, endpoint: ep})
-		}
-	}
-	type cell struct {
-		v  float64
-		ok bool
-	}
 	order := make([]int, len(sums))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return sums[a].Started.Compare(sums[b].Started) })
-
-	var header []string
-	var cols [][]cell // per column, per run (in order)
-	for _, sc := range scopes {
-		for _, f := range sc.figures() {
-			col := make([]cell, len(order))
-			seen := false
-			for k, i := range order {
-				s := sums[i].Scenarios[sc.scenario]
-				st := s.Settled
-				if sc.endpoint != "" {
-					st = nil
-					if s.Settled != nil {
-						st = s.Settled.Endpoints[sc.endpoint]
-					}
-				}
-				v, ok := f.get(s, st)
-				ok = ok && !math.IsNaN(v) && !math.IsInf(v, 0)
-				col[k] = cell{v, ok}
-				seen = seen || ok
-			}
-			if seen {
-				header = append(header, sc.prefix()+f.name)
-				cols = append(cols, col)
-			}
-		}
-	}
+	header, cols := historyColumns(historyScopes(sums), sums, order)
 	h := &History{Header: append(slices.Clone(historyAttrs), header...)}
 	for k, i := range order {
 		s := sums[i]
@@ -209,6 +162,66 @@ func BuildHistory(sums []*Summary, dirs []string, o HistoryOptions) (*History, e
 		h.Rows = append(h.Rows, row)
 	}
 	return h, nil
+}
+
+// historyScopes lists the scopes of a history: every scenario, and every
+// endpoint any run's settled view has, in name order.
+func historyScopes(sums []*Summary) []historyScope {
+	var scopes []historyScope
+	for _, name := range slices.Sorted(maps.Keys(sums[0].Scenarios)) {
+		scopes = append(scopes, historyScope{scenario: name})
+		eps := map[string]bool{}
+		for _, s := range sums {
+			if st := s.Scenarios[name].Settled; st != nil {
+				for ep := range st.Endpoints {
+					eps[ep] = true
+				}
+			}
+		}
+		for _, ep := range slices.Sorted(maps.Keys(eps)) {
+			scopes = append(scopes, historyScope{scenario: name, endpoint: ep})
+		}
+	}
+	return scopes
+}
+
+// historyCell is one run's figure: ok when the run has it (finite).
+type historyCell struct {
+	v  float64
+	ok bool
+}
+
+// historyColumns returns the columns of the scopes' figures that at least
+// one run has: their names and, per column, each run's cell (k-th: the run
+// order[k]'s).
+func historyColumns(scopes []historyScope, sums []*Summary, order []int) ([]string, [][]historyCell) {
+	var header []string
+	var cols [][]historyCell
+	for _, sc := range scopes {
+		for _, f := range sc.figures() {
+			col := make([]historyCell, len(order))
+			seen := false
+			for k, i := range order {
+				s := sums[i].Scenarios[sc.scenario]
+				st := s.Settled
+				if sc.endpoint != "" {
+					st = nil
+					if s.Settled != nil {
+						st = s.Settled.Endpoints[sc.endpoint]
+					}
+				}
+				v, ok := f.get(s, st)
+				ok = ok && !math.IsNaN(v) && !math.IsInf(v, 0)
+				col[k] = historyCell{v, ok}
+				seen = seen || ok
+			}
+			if seen {
+				header = append(header, sc.prefix()+f.name)
+				cols = append(cols, col)
+			}
+		}
+	}
+	return header, cols
 }
 
 // missingWhy gives the settled views' reasons for no steady state.

@@ -27,6 +27,47 @@ func (p *Profile) SVG() string {
 	return b.String()
 }
 
+// svgFrame is a panel's plot area: blocks along x, latency on a log scale
+// along y (lo to hi ms), inside the margins L, R, T, B of a W x H panel.
+type svgFrame struct {
+	W, H, L, R, T, B float64
+	nb               int     // blocks
+	lo, hi           float64 // ms at the bottom and the top
+}
+
+// x is the abscissa of a block's start (fractions of a block allowed).
+func (f svgFrame) x(block float64) float64 { return f.L + block/float64(f.nb)*(f.W-f.L-f.R) }
+
+// y is the ordinate of v ms, clamped to the plot area.
+func (f svgFrame) y(v float64) float64 {
+	y := f.T + (math.Log(f.hi)-math.Log(v))/(math.Log(f.hi)-math.Log(f.lo))*(f.H-f.T-f.B)
+	return math.Max(f.T, math.Min(f.H-f.B, y))
+}
+
+// path draws the curve v(block) through the blocks' middles, lifting the
+// pen where it has no value (v <= 0).
+func (f svgFrame) path(b *strings.Builder, v func(k int) float64, attrs string) {
+	var d strings.Builder
+	pen := false
+	for k := range f.nb {
+		y := v(k)
+		if y <= 0 {
+			pen = false
+			continue
+		}
+		cmd := "L"
+		if !pen {
+			cmd = "M"
+		}
+		fmt.Fprintf(&d, "%s%.1f %.1f", cmd, f.x(float64(k)+0.5), f.y(y))
+		pen = true
+	}
+	if d.Len() > 0 {
+		fmt.Fprintf(b, `<path %s d="%s"/>`+"\n", attrs, d.String())
+	}
+}
+
+// svgPanel draws one scope: title, warm-up and envelope, the curves, the axes.
 func (sc *ProfileScope) svgPanel(b *strings.Builder, p *Profile, W, H, L, R, T, B float64) {
 	name := sc.Scenario
 	if sc.Endpoint != "" {
@@ -43,68 +84,55 @@ func (sc *ProfileScope) svgPanel(b *strings.Builder, p *Profile, W, H, L, R, T, 
 		fmt.Fprintf(b, `<text x="%g" y="%g">%s: no windows</text>`+"\n", L, T, html.EscapeString(name))
 		return
 	}
-	lo, hi = lo/1.1, hi*1.1
-	sec := p.BlockMs / 1000
-	xOf := func(block float64) float64 { return L + block/float64(nb)*(W-L-R) }
-	yOf := func(v float64) float64 {
-		return T + (math.Log(hi)-math.Log(v))/(math.Log(hi)-math.Log(lo))*(H-T-B)
-	}
-	clampY := func(v float64) float64 { return math.Max(T, math.Min(H-B, yOf(v))) }
+	f := svgFrame{W: W, H: H, L: L, R: R, T: T, B: B, nb: nb, lo: lo / 1.1, hi: hi * 1.1}
 	title := fmt.Sprintf("%s: %d runs; warm-up end median %.1f s (%.1f-%.1f s, %d without steady state); steady level %.3g ms, block medians %+.0f%% .. %+.0f%%",
 		name, len(sc.RunMedians), sc.WarmupEnd.Median/1000, sc.WarmupEnd.Min/1000, sc.WarmupEnd.Max/1000, sc.NoSteady,
 		sc.LevelMs, sc.Envelope.Median.Lo*100, sc.Envelope.Median.Hi*100)
 	fmt.Fprintf(b, `<text x="%g" y="%g" class="title">%s</text>`+"\n", L, T-10, html.EscapeString(title))
 	fmt.Fprintf(b, `<rect x="%g" y="%g" width="%g" height="%g" fill="none" stroke="#ccc"/>`+"\n", L, T, W-L-R, H-T-B)
-	if sc.WarmupEnd.N > 0 {
-		x0, x1 := xOf(sc.WarmupEnd.Min/p.BlockMs), xOf(sc.WarmupEnd.Max/p.BlockMs)
-		fmt.Fprintf(b, `<rect class="warmup-spread" x="%.1f" y="%g" width="%.1f" height="%g" fill="#fde2c4"/>`+"\n", x0, T, math.Max(x1-x0, 1), H-T-B)
-		xm := xOf(sc.WarmupEnd.Median / p.BlockMs)
-		fmt.Fprintf(b, `<line class="warmup-end" x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#e6550d" stroke-dasharray="4 3"/>`+"\n", xm, T, xm, H-B)
-		if sc.LevelMs > 0 {
-			y0, y1 := clampY(sc.LevelMs*(1+sc.Envelope.Median.Hi)), clampY(sc.LevelMs*(1+sc.Envelope.Median.Lo))
-			fmt.Fprintf(b, `<rect class="envelope" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#d9f0d3" fill-opacity="0.8"/>`+"\n",
-				xm, y0, W-R-xm, math.Max(y1-y0, 1))
-		}
-	}
-	path := func(v func(k int) float64, attrs string) {
-		var d strings.Builder
-		pen := false
-		for k := range nb {
-			y := v(k)
-			if y <= 0 {
-				pen = false
-				continue
-			}
-			cmd := "L"
-			if !pen {
-				cmd = "M"
-			}
-			fmt.Fprintf(&d, "%s%.1f %.1f", cmd, xOf(float64(k)+0.5), clampY(y))
-			pen = true
-		}
-		if d.Len() > 0 {
-			fmt.Fprintf(b, `<path %s d="%s"/>`+"\n", attrs, d.String())
-		}
-	}
+	sc.svgWarmup(b, f, p.BlockMs)
 	for _, run := range sc.RunMedians {
-		path(func(k int) float64 { return run[k] }, `class="run" fill="none" stroke="#888" stroke-opacity="0.35"`)
+		f.path(b, func(k int) float64 { return run[k] }, `class="run" fill="none" stroke="#888" stroke-opacity="0.35"`)
 	}
-	path(func(k int) float64 { return sc.Median[k].Mid }, `class="average" fill="none" stroke="#1f77b4" stroke-width="2"`)
-	// axes: seconds, and the latency at the bottom, the level and the top
-	step := niceStep(float64(nb) * sec / 8)
-	for s := 0.0; s <= float64(nb)*sec; s += step {
-		x := xOf(s / sec)
-		fmt.Fprintf(b, `<text x="%.1f" y="%g" text-anchor="middle">%g</text>`+"\n", x, H-B+16, s)
+	f.path(b, func(k int) float64 { return sc.Median[k].Mid }, `class="average" fill="none" stroke="#1f77b4" stroke-width="2"`)
+	sc.svgAxes(b, f, p.BlockMs/1000)
+}
+
+// svgWarmup shades the runs' warm-up ends (least to greatest), dashes
+// their median, and shades the steady envelope after it.
+func (sc *ProfileScope) svgWarmup(b *strings.Builder, f svgFrame, blockMs float64) {
+	if sc.WarmupEnd.N == 0 {
+		return
 	}
-	fmt.Fprintf(b, `<text x="%g" y="%g" text-anchor="end">time since the scenario's first window (s)</text>`+"\n", W-R, H-4)
-	var labelled []float64 // y of the labels drawn: none closer than 14 px
-	for _, v := range []float64{sc.LevelMs, lo * 1.1, hi / 1.1} {
-		y := clampY(v)
+	T, H, B, W, R := f.T, f.H, f.B, f.W, f.R
+	x0, x1 := f.x(sc.WarmupEnd.Min/blockMs), f.x(sc.WarmupEnd.Max/blockMs)
+	fmt.Fprintf(b, `<rect class="warmup-spread" x="%.1f" y="%g" width="%.1f" height="%g" fill="#fde2c4"/>`+"\n", x0, T, math.Max(x1-x0, 1), H-T-B)
+	xm := f.x(sc.WarmupEnd.Median / blockMs)
+	fmt.Fprintf(b, `<line class="warmup-end" x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#e6550d" stroke-dasharray="4 3"/>`+"\n", xm, T, xm, H-B)
+	if sc.LevelMs > 0 {
+		y0, y1 := f.y(sc.LevelMs*(1+sc.Envelope.Median.Hi)), f.y(sc.LevelMs*(1+sc.Envelope.Median.Lo))
+		fmt.Fprintf(b, `<rect class="envelope" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#d9f0d3" fill-opacity="0.8"/>`+"\n",
+			xm, y0, W-R-xm, math.Max(y1-y0, 1))
+	}
+}
+
+// svgAxes labels the seconds along x, and the latency at the bottom, the
+// level and the top (no two labels closer than 14 px).
+func (sc *ProfileScope) svgAxes(b *strings.Builder, f svgFrame, sec float64) {
+	step := niceStep(float64(f.nb) * sec / 8)
+	for s := 0.0; s <= float64(f.nb)*sec; s += step {
+		x := f.x(s / sec)
+		fmt.Fprintf(b, `<text x="%.1f" y="%g" text-anchor="middle">%g</text>`+"\n", x, f.H-f.B+16, s)
+	}
+	fmt.Fprintf(b, `<text x="%g" y="%g" text-anchor="end">time since the scenario's first window (s)</text>`+"\n", f.W-f.R, f.H-4)
+	var labelled []float64 // y of the labels drawn
+	for _, v := range []float64{sc.LevelMs, f.lo * 1.1, f.hi / 1.1} {
+		y := f.y(v)
 		if v <= 0 || slices.ContainsFunc(labelled, func(o float64) bool { return math.Abs(o-y) < 14 }) {
 			continue
 		}
 		labelled = append(labelled, y)
-		fmt.Fprintf(b, `<text x="%g" y="%.1f" text-anchor="end">%.3g ms</text>`+"\n", L-4, y+4, v)
+		fmt.Fprintf(b, `<text x="%g" y="%.1f" text-anchor="end">%.3g ms</text>`+"\n", f.L-4, y+4, v)
 	}
 }
 

@@ -179,61 +179,7 @@ func fmtProfileMs(v float64) string {
 // for is left out; a figure the run lacks is a check with RunMs nil.
 func (p *Profile) CheckSettled(scenario string, v *Settled) []ProfileCheck {
 	var out []ProfileCheck
-	add := func(sc *ProfileScope, endpoint string, v *Settled) {
-		if sc == nil {
-			return
-		}
-		steady := v != nil && v.Steady
-		// floor: figures below it count as it (a TTSS of 0 and one of a
-		// block are the same settled boundary at the profile's resolution)
-		one := func(figure string, d *ProfileDist, ref, floor float64, run func() (float64, bool)) {
-			if d == nil || d.N == 0 {
-				return
-			}
-			ref = max(ref, floor)
-			if ref <= 0 {
-				return
-			}
-			c := ProfileCheck{Scenario: scenario, Endpoint: endpoint, Figure: figure, ProfileMs: ref, Spread: max(d.Max, floor) / ref}
-			if x, ok := run(); ok && steady {
-				x = max(x, floor)
-				r := x / ref
-				c.RunMs, c.Ratio = &x, &r
-			}
-			out = append(out, c)
-		}
-		var ttss *ProfileDist
-		if sc.TTSS != nil {
-			ttss = sc.TTSS
-		}
-		if endpoint == "" && ttss != nil {
-			// the profile's TTSS p90: a run as slow to settle as one in ten of
-			// the profile's is still like them
-			// floored at one block: a flat service's TTSS is 0 in one run
-			// and a block in the next
-			one(CheckTTSS, ttss, ttss.P90, max(p.BlockMs, 1), func() (float64, bool) {
-				if v == nil || v.TTSSMs == nil {
-					return 0, false
-				}
-				return *v.TTSSMs, true
-			})
-		}
-		stats := func(f func(*SettledStats) float64) func() (float64, bool) {
-			return func() (float64, bool) {
-				if v == nil || v.Stats == nil || v.Stats.Count == 0 {
-					return 0, false
-				}
-				return f(v.Stats), true
-			}
-		}
-		if sc.SteadyP50 != nil {
-			one(CheckP50, sc.SteadyP50, sc.SteadyP50.Median, 0, stats(func(s *SettledStats) float64 { return s.P50Ms }))
-		}
-		if sc.SteadyP99 != nil {
-			one(CheckP99, sc.SteadyP99, sc.SteadyP99.Median, 0, stats(func(s *SettledStats) float64 { return s.P99Ms }))
-		}
-	}
-	add(p.Scope(scenario, ""), "", v)
+	out = p.checkScope(out, p.Scope(scenario, ""), scenario, "", v)
 	for _, sc := range p.Scopes {
 		if sc.Scenario != scenario || sc.Endpoint == "" {
 			continue
@@ -242,7 +188,61 @@ func (p *Profile) CheckSettled(scenario string, v *Settled) []ProfileCheck {
 		if v != nil {
 			ev = v.Endpoints[sc.Endpoint]
 		}
-		add(sc, sc.Endpoint, ev)
+		out = p.checkScope(out, sc, scenario, sc.Endpoint, ev)
+	}
+	return out
+}
+
+// checkScope appends the checks of one scope (nil: none) against the
+// settled view v of the same scope: the TTSS (the scenario's only) and
+// the steady p50 and p99.
+func (p *Profile) checkScope(out []ProfileCheck, sc *ProfileScope, scenario, endpoint string, v *Settled) []ProfileCheck {
+	if sc == nil {
+		return out
+	}
+	steady := v != nil && v.Steady
+	// floor: figures below it count as it (a TTSS of 0 and one of a block
+	// are the same settled boundary at the profile's resolution)
+	one := func(figure string, d *ProfileDist, ref, floor float64, run func() (float64, bool)) {
+		if d == nil || d.N == 0 {
+			return
+		}
+		ref = max(ref, floor)
+		if ref <= 0 {
+			return
+		}
+		c := ProfileCheck{Scenario: scenario, Endpoint: endpoint, Figure: figure, ProfileMs: ref, Spread: max(d.Max, floor) / ref}
+		if x, ok := run(); ok && steady {
+			x = max(x, floor)
+			r := x / ref
+			c.RunMs, c.Ratio = &x, &r
+		}
+		out = append(out, c)
+	}
+	if endpoint == "" && sc.TTSS != nil {
+		// the profile's TTSS p90: a run as slow to settle as one in ten of
+		// the profile's is still like them; floored at one block: a flat
+		// service's TTSS is 0 in one run and a block in the next
+		one(CheckTTSS, sc.TTSS, sc.TTSS.P90, max(p.BlockMs, 1), func() (float64, bool) {
+			if v == nil || v.TTSSMs == nil {
+				return 0, false
+			}
+			return *v.TTSSMs, true
+		})
+	}
+	stats := func(f func(*SettledStats) float64) func() (float64, bool) {
+		return func() (float64, bool) {
+			if v == nil || v.Stats == nil || v.Stats.Count == 0 {
+				return 0, false
+			}
+			return f(v.Stats), true
+		}
+	}
+	if sc.SteadyP50 != nil {
+		one(CheckP50, sc.SteadyP50, sc.SteadyP50.Median, 0, stats(func(s *SettledStats) float64 { return s.P50Ms }))
+	}
+	if sc.SteadyP99 != nil {
+		one(CheckP99, sc.SteadyP99, sc.SteadyP99.Median, 0, stats(func(s *SettledStats) float64 { return s.P99Ms }))
 	}
 	return out
 }
