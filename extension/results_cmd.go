@@ -36,13 +36,8 @@ func resultsCommands(gs *state.GlobalState) []*cobra.Command {
 	return []*cobra.Command{mergeCommand(gs), reportCommand(gs), compareCommand(gs), gateCommand(gs), historyCommand(gs), profileCommand(gs)}
 }
 
-func historyCommand(gs *state.GlobalState) *cobra.Command {
-	var out string
-	var o results.HistoryOptions
-	cmd := &cobra.Command{
-		Use:   "history RESULTS_DIR... [--out FILE]",
-		Short: "Write the run history of repeated runs as a CSV for Apache Otava",
-		Long: `Writes one row per run of the same script (each RESULTS_DIR a run folder, or
+// historyHelp is the help of `k6 x regime history`.
+const historyHelp = `Writes one row per run of the same script (each RESULTS_DIR a run folder, or
 a folder of run folders such as results/), in run start order, as the CSV
 that Apache Otava's CSV data source reads: the columns time, label, run_id
 and dir, then per scenario S the settled view's S.steady_p50_ms,
@@ -58,45 +53,19 @@ that lacks a figure (no settled steady state) is left out and named on
 stderr, unless --keep-missing; so is a run that did not complete, unless
 --keep-incomplete.
 Exit status: 0 written; 2 bad arguments, an unreadable folder, runs of
-different scripts (their scenarios named), or no run left to write.`,
+different scripts (their scenarios named), or no run left to write.`
+
+func historyCommand(gs *state.GlobalState) *cobra.Command {
+	var out string
+	var o results.HistoryOptions
+	cmd := &cobra.Command{
+		Use:           "history RESULTS_DIR... [--out FILE]",
+		Short:         "Write the run history of repeated runs as a CSV for Apache Otava",
+		Long:          historyHelp,
 		Args:          troubleArgs(cobra.MinimumNArgs(1)),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			dirs, err := runFolders(args)
-			if err != nil {
-				return troubleError(fmt.Errorf("history: %w", err))
-			}
-			sums := make([]*results.Summary, len(dirs))
-			for i, d := range dirs {
-				if sums[i], err = results.ReadSummary(d); err != nil {
-					return troubleError(fmt.Errorf("history: %w", err))
-				}
-			}
-			h, err := results.BuildHistory(sums, dirs, o)
-			if err != nil {
-				return troubleError(err)
-			}
-			for _, s := range h.Skipped {
-				fmt.Fprintf(gs.Stderr, "history: left out %s\n", s)
-			}
-			if len(h.Rows) == 0 {
-				return troubleError(fmt.Errorf("history: no run left to write (%d left out)", len(h.Skipped)))
-			}
-			b, err := h.CSV()
-			if err != nil {
-				return troubleError(fmt.Errorf("history: %w", err))
-			}
-			if out == "" {
-				_, err = gs.Stdout.Write(b)
-				return err
-			}
-			if err := writeFilesAtomic(map[string][]byte{out: b}); err != nil {
-				return troubleError(fmt.Errorf("history: %w", err))
-			}
-			fmt.Fprintf(gs.Stderr, "history: %d runs, %d columns written to %s\n", len(h.Rows), len(h.Header), out)
-			return nil
-		},
+		RunE:          func(_ *cobra.Command, args []string) error { return writeHistory(gs, args, out, o) },
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the CSV to this file (replaced whole; default standard output)")
 	cmd.Flags().StringVar(&o.LabelKey, "label-key", "commit", "summary.json extra key that labels a run")
@@ -105,13 +74,8 @@ different scripts (their scenarios named), or no run left to write.`,
 	return cmd
 }
 
-func profileCommand(gs *state.GlobalState) *cobra.Command {
-	var out, svg string
-	var o results.ProfileOptions
-	cmd := &cobra.Command{
-		Use:   "profile RESULTS_DIR... --out profile.json [--svg profile.svg]",
-		Short: "Learn what repeated runs of one script and load agree on: the warm-up and the steady noise",
-		Long: `Learns a profile from the results folders of repeated runs of the same script
+// profileHelp is the help of `k6 x regime profile`.
+const profileHelp = `Learns a profile from the results folders of repeated runs of the same script
 and load (each RESULTS_DIR a run folder, or a folder of run folders), per
 scenario and per endpoint with a detector of its own (scope 'endpoint'):
 the curve of the detector windows' block medians and tails (1-s blocks,
@@ -138,55 +102,19 @@ or K6_REGIME_PROFILE: its detectors take the warm-up end and steady level
 as a prior, and its settled figures are set against the profile's runs at
 its end (regime_profile_* metrics; thresholds/ profiled()); compare
 --profile does the same for a finished run.
-Exit status: 0 written; 2 refused input or output.`,
+Exit status: 0 written; 2 refused input or output.`
+
+func profileCommand(gs *state.GlobalState) *cobra.Command {
+	var out, svg string
+	var o results.ProfileOptions
+	cmd := &cobra.Command{
+		Use:           "profile RESULTS_DIR... --out profile.json [--svg profile.svg]",
+		Short:         "Learn what repeated runs of one script and load agree on: the warm-up and the steady noise",
+		Long:          profileHelp,
 		Args:          troubleArgs(cobra.MinimumNArgs(1)),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(_ *cobra.Command, args []string) error {
-			if out == "" {
-				return troubleError(errors.New("profile: --out FILE is required"))
-			}
-			if o.RateTolerance < 0 {
-				return troubleError(fmt.Errorf("profile: --rate-tolerance must be >= 0 (0: no check), got %g", o.RateTolerance))
-			}
-			if svg == "" {
-				svg = strings.TrimSuffix(out, filepath.Ext(out)) + ".svg"
-			}
-			if svg == out {
-				return troubleError(fmt.Errorf("profile: --svg and --out are the same file %s", out))
-			}
-			dirs, err := runFolders(args)
-			if err != nil {
-				return troubleError(fmt.Errorf("profile: %w", err))
-			}
-			in := make([]results.ProfileInput, len(dirs))
-			for i, d := range dirs {
-				s, err := results.ReadSummary(d)
-				if err != nil {
-					return troubleError(fmt.Errorf("profile: %w", err))
-				}
-				w, err := results.ReadWindows(d)
-				if err != nil {
-					return troubleError(fmt.Errorf("profile: %w", err))
-				}
-				in[i] = results.ProfileInput{Summary: s, Windows: w, Dir: d}
-			}
-			p, err := results.BuildProfile(in, o)
-			if err != nil {
-				return troubleError(err)
-			}
-			p.Rounded()
-			js, err := json.MarshalIndent(p, "", " ")
-			if err != nil {
-				return troubleError(fmt.Errorf("profile: %w", err))
-			}
-			if err := writeFilesAtomic(map[string][]byte{out: append(js, '\n'), svg: []byte(p.SVG())}); err != nil {
-				return troubleError(fmt.Errorf("profile: %w", err))
-			}
-			fmt.Fprint(gs.Stdout, p.Text())
-			fmt.Fprintf(gs.Stdout, "wrote %s (%d bytes) and %s\n", out, len(js)+1, svg)
-			return nil
-		},
+		RunE:          func(_ *cobra.Command, args []string) error { return writeProfile(gs, args, out, svg, o) },
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write profile.json here (replaced whole)")
 	cmd.Flags().StringVar(&svg, "svg", "", "write the picture here (default: --out with .svg)")
@@ -426,13 +354,8 @@ invalid folder, or an --out that names one of the folder's data files.`,
 	return cmd
 }
 
-func compareCommand(gs *state.GlobalState) *cobra.Command {
-	var failOn, profile string
-	var allowIncomplete bool
-	cmd := &cobra.Command{
-		Use:   "compare BASE_DIR CANDIDATE_DIR [--fail-on BUDGETS] | compare --profile profile.json RUN_DIR [--fail-on BUDGETS]",
-		Short: "Compare two runs' steady-state figures, or a run with a profile; fail CI on budgets",
-		Long: `Compares the steady-state figures of two results folders: per phase x endpoint
+// compareHelp is the help of `k6 x regime compare`.
+const compareHelp = `Compares the steady-state figures of two results folders: per phase x endpoint
 p95 / p99 / error rate of steady requests, per scenario steady iteration
 p95 / p99, TTSS and cold-start cost, as a before/after table.
 
@@ -458,7 +381,15 @@ A base run that did not complete (interrupted, aborted, timed out) is refused
 unless --allow-incomplete-base is given.
 Exit status: 0 no budget failed; 1 a budget was exceeded or could not be
 judged (each reason printed); 2 bad flags or arguments, an unreadable or
-invalid folder or profile, or a refused base.`,
+invalid folder or profile, or a refused base.`
+
+func compareCommand(gs *state.GlobalState) *cobra.Command {
+	var failOn, profile string
+	var allowIncomplete bool
+	cmd := &cobra.Command{
+		Use:   "compare BASE_DIR CANDIDATE_DIR [--fail-on BUDGETS] | compare --profile profile.json RUN_DIR [--fail-on BUDGETS]",
+		Short: "Compare two runs' steady-state figures, or a run with a profile; fail CI on budgets",
+		Long:  compareHelp,
 		Args: troubleArgs(func(cmd *cobra.Command, args []string) error {
 			if profile != "" {
 				return cobra.ExactArgs(1)(cmd, args)
@@ -475,23 +406,7 @@ invalid folder or profile, or a refused base.`,
 			if profile != "" {
 				return compareProfile(gs, profile, args[0], budgets)
 			}
-			base, err := results.ReadSummary(args[0])
-			if err != nil {
-				return troubleError(fmt.Errorf("compare: base: %w", err))
-			}
-			cand, err := results.ReadSummary(args[1])
-			if err != nil {
-				return troubleError(fmt.Errorf("compare: candidate: %w", err))
-			}
-			if err := results.CheckBaseline(base); err != nil && !allowIncomplete {
-				return troubleError(fmt.Errorf("compare: %s: %w; give --allow-incomplete-base to compare against it anyway", args[0], err))
-			}
-			c := results.Compare(base, cand, budgets)
-			fmt.Fprint(gs.Stdout, c.Text(args[0], args[1]))
-			if c.Failed() {
-				return cliexit.With(fmt.Errorf("compare: %d budget check(s) failed", len(c.Failures)), exitGateFailed)
-			}
-			return nil
+			return compareRuns(gs, args[0], args[1], budgets, allowIncomplete)
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", "", "set RUN_DIR against this profile.json instead of a base run")
@@ -528,6 +443,113 @@ func compareProfile(gs *state.GlobalState, path, dir string, budgets []results.B
 	}
 	if len(failures) > 0 {
 		return cliexit.With(fmt.Errorf("compare: %d profile check(s) failed", len(failures)), exitGateFailed)
+	}
+	return nil
+}
+
+// writeHistory writes the history of the runs in args (k6 x regime history).
+func writeHistory(gs *state.GlobalState, args []string, out string, o results.HistoryOptions) error {
+	dirs, err := runFolders(args)
+	if err != nil {
+		return troubleError(fmt.Errorf("history: %w", err))
+	}
+	sums := make([]*results.Summary, len(dirs))
+	for i, d := range dirs {
+		if sums[i], err = results.ReadSummary(d); err != nil {
+			return troubleError(fmt.Errorf("history: %w", err))
+		}
+	}
+	h, err := results.BuildHistory(sums, dirs, o)
+	if err != nil {
+		return troubleError(err)
+	}
+	for _, s := range h.Skipped {
+		fmt.Fprintf(gs.Stderr, "history: left out %s\n", s)
+	}
+	if len(h.Rows) == 0 {
+		return troubleError(fmt.Errorf("history: no run left to write (%d left out)", len(h.Skipped)))
+	}
+	b, err := h.CSV()
+	if err != nil {
+		return troubleError(fmt.Errorf("history: %w", err))
+	}
+	if out == "" {
+		_, err = gs.Stdout.Write(b)
+		return err
+	}
+	if err := writeFilesAtomic(map[string][]byte{out: b}); err != nil {
+		return troubleError(fmt.Errorf("history: %w", err))
+	}
+	fmt.Fprintf(gs.Stderr, "history: %d runs, %d columns written to %s\n", len(h.Rows), len(h.Header), out)
+	return nil
+}
+
+// writeProfile learns the profile of the runs in args and writes it to out
+// and its picture to svg (k6 x regime profile).
+func writeProfile(gs *state.GlobalState, args []string, out, svg string, o results.ProfileOptions) error {
+	if out == "" {
+		return troubleError(errors.New("profile: --out FILE is required"))
+	}
+	if o.RateTolerance < 0 {
+		return troubleError(fmt.Errorf("profile: --rate-tolerance must be >= 0 (0: no check), got %g", o.RateTolerance))
+	}
+	if svg == "" {
+		svg = strings.TrimSuffix(out, filepath.Ext(out)) + ".svg"
+	}
+	if svg == out {
+		return troubleError(fmt.Errorf("profile: --svg and --out are the same file %s", out))
+	}
+	dirs, err := runFolders(args)
+	if err != nil {
+		return troubleError(fmt.Errorf("profile: %w", err))
+	}
+	in := make([]results.ProfileInput, len(dirs))
+	for i, d := range dirs {
+		s, err := results.ReadSummary(d)
+		if err != nil {
+			return troubleError(fmt.Errorf("profile: %w", err))
+		}
+		w, err := results.ReadWindows(d)
+		if err != nil {
+			return troubleError(fmt.Errorf("profile: %w", err))
+		}
+		in[i] = results.ProfileInput{Summary: s, Windows: w, Dir: d}
+	}
+	p, err := results.BuildProfile(in, o)
+	if err != nil {
+		return troubleError(err)
+	}
+	p.Rounded()
+	js, err := json.MarshalIndent(p, "", " ")
+	if err != nil {
+		return troubleError(fmt.Errorf("profile: %w", err))
+	}
+	if err := writeFilesAtomic(map[string][]byte{out: append(js, '\n'), svg: []byte(p.SVG())}); err != nil {
+		return troubleError(fmt.Errorf("profile: %w", err))
+	}
+	fmt.Fprint(gs.Stdout, p.Text())
+	fmt.Fprintf(gs.Stdout, "wrote %s (%d bytes) and %s\n", out, len(js)+1, svg)
+	return nil
+}
+
+// compareRuns compares the run in candDir with the one in baseDir (k6 x
+// regime compare BASE CANDIDATE).
+func compareRuns(gs *state.GlobalState, baseDir, candDir string, budgets []results.Budget, allowIncomplete bool) error {
+	base, err := results.ReadSummary(baseDir)
+	if err != nil {
+		return troubleError(fmt.Errorf("compare: base: %w", err))
+	}
+	cand, err := results.ReadSummary(candDir)
+	if err != nil {
+		return troubleError(fmt.Errorf("compare: candidate: %w", err))
+	}
+	if err := results.CheckBaseline(base); err != nil && !allowIncomplete {
+		return troubleError(fmt.Errorf("compare: %s: %w; give --allow-incomplete-base to compare against it anyway", baseDir, err))
+	}
+	c := results.Compare(base, cand, budgets)
+	fmt.Fprint(gs.Stdout, c.Text(baseDir, candDir))
+	if c.Failed() {
+		return cliexit.With(fmt.Errorf("compare: %d budget check(s) failed", len(c.Failures)), exitGateFailed)
 	}
 	return nil
 }

@@ -66,79 +66,11 @@ the series. --tags writes every observation's online tag.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.applyPreset(cmd.Flags()); err != nil {
-				return usageError(err)
+			show, err := o.prepare(cmd.Flags(), stderr)
+			if err != nil {
+				return err
 			}
-			if errs := o.cfg.Validate(); len(errs) > 0 {
-				return usageError(fmt.Errorf("invalid options: %w", errors.Join(errs...)))
-			}
-			if o.cfg.WindowMinDuration > 0 && o.timeCol == "" {
-				return usageError(errors.New("--window-min-duration needs timestamps: give the --time column"))
-			}
-			switch o.timeUnit {
-			case "ns", "us", "ms", "s":
-			default:
-				return usageError(fmt.Errorf("--time-unit must be one of ns, us, ms, s; got %q", o.timeUnit))
-			}
-			if o.maxGroups < 1 {
-				return usageError(fmt.Errorf("--max-groups must be at least 1; got %d", o.maxGroups))
-			}
-			if o.tagsPath != "" {
-				tw, err := newTagWriter(o.tagsPath)
-				if err != nil {
-					return fmt.Errorf("--tags: %w", err)
-				}
-				o.tags = tw
-			}
-			var show bool
-			switch o.progress {
-			case "auto":
-				show = isTerminal(stderr)
-			case "always":
-				show = true
-			case "never":
-			default:
-				return usageError(fmt.Errorf("--progress must be one of auto, always, never; got %q", o.progress))
-			}
-			failed := 0
-			enc := json.NewEncoder(stdout)
-			pr := newProgress(stderr, show, len(args))
-			o.sem = make(chan struct{}, runtime.GOMAXPROCS(0))
-			// a file's refinements run while the next file is read; its
-			// lines and errors are written in file order
-			var pending func()
-			for _, f := range args {
-				finish, err := o.startFile(f)
-				if pending != nil {
-					pending()
-				}
-				pending = func() {
-					pr.clear() // before the file's warnings and errors
-					if err == nil {
-						err = finish(enc)
-					}
-					if err != nil {
-						fmt.Fprintf(stderr, "detect: %s: %v\n", f, err)
-						failed++
-					}
-					pr.fileDone()
-				}
-			}
-			if pending != nil {
-				pending()
-			}
-			pr.finish()
-			if o.tags != nil {
-				if err := o.tags.close(); err != nil {
-					return fmt.Errorf("--tags %s: %w", o.tagsPath, err)
-				}
-			}
-			if failed > 0 {
-				// exit status 1 under k6 too (k6 exits 255 for errors without a code)
-				return errext.WithExitCodeIfNone(
-					fmt.Errorf("%d of %d files had errors", failed, len(args)), exitcodes.ExitCode(exitFileErrors))
-			}
-			return nil
+			return o.run(args, stdout, stderr, show)
 		},
 	}
 	fs := cmd.Flags()
@@ -160,6 +92,88 @@ the series. --tags writes every observation's online tag.`,
 	addConfigFlags(fs, &o.cfg)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	return cmd
+}
+
+// prepare applies the preset, checks the options (usage errors), opens
+// the --tags file, and says whether to show progress.
+func (o *options) prepare(fs *pflag.FlagSet, stderr io.Writer) (showProgress bool, err error) {
+	if err := o.applyPreset(fs); err != nil {
+		return false, usageError(err)
+	}
+	if errs := o.cfg.Validate(); len(errs) > 0 {
+		return false, usageError(fmt.Errorf("invalid options: %w", errors.Join(errs...)))
+	}
+	if o.cfg.WindowMinDuration > 0 && o.timeCol == "" {
+		return false, usageError(errors.New("--window-min-duration needs timestamps: give the --time column"))
+	}
+	switch o.timeUnit {
+	case "ns", "us", "ms", "s":
+	default:
+		return false, usageError(fmt.Errorf("--time-unit must be one of ns, us, ms, s; got %q", o.timeUnit))
+	}
+	if o.maxGroups < 1 {
+		return false, usageError(fmt.Errorf("--max-groups must be at least 1; got %d", o.maxGroups))
+	}
+	switch o.progress {
+	case "auto":
+		showProgress = isTerminal(stderr)
+	case "always":
+		showProgress = true
+	case "never":
+	default:
+		return false, usageError(fmt.Errorf("--progress must be one of auto, always, never; got %q", o.progress))
+	}
+	if o.tagsPath != "" {
+		tw, err := newTagWriter(o.tagsPath)
+		if err != nil {
+			return false, fmt.Errorf("--tags: %w", err)
+		}
+		o.tags = tw
+	}
+	return showProgress, nil
+}
+
+// run detects over the files: a file's refinements run while the next file
+// is read; its lines and errors are written in file order. Files with
+// errors make the exit status 1, after every file.
+func (o *options) run(args []string, stdout, stderr io.Writer, show bool) error {
+	failed := 0
+	enc := json.NewEncoder(stdout)
+	pr := newProgress(stderr, show, len(args))
+	o.sem = make(chan struct{}, runtime.GOMAXPROCS(0))
+	var pending func()
+	for _, f := range args {
+		finish, err := o.startFile(f)
+		if pending != nil {
+			pending()
+		}
+		pending = func() {
+			pr.clear() // before the file's warnings and errors
+			if err == nil {
+				err = finish(enc)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "detect: %s: %v\n", f, err)
+				failed++
+			}
+			pr.fileDone()
+		}
+	}
+	if pending != nil {
+		pending()
+	}
+	pr.finish()
+	if o.tags != nil {
+		if err := o.tags.close(); err != nil {
+			return fmt.Errorf("--tags %s: %w", o.tagsPath, err)
+		}
+	}
+	if failed > 0 {
+		// exit status 1 under k6 too (k6 exits 255 for errors without a code)
+		return errext.WithExitCodeIfNone(
+			fmt.Errorf("%d of %d files had errors", failed, len(args)), exitcodes.ExitCode(exitFileErrors))
+	}
+	return nil
 }
 
 // Run runs the detect command with args (without the command name) and
@@ -263,13 +277,11 @@ type series struct {
 	det  *detector.Detector
 }
 
-// processFile runs one detector per series of the file and writes a line
-// per series; a bad file yields an error and no lines.
 // startFile reads path and runs its series through the online detector,
 // then starts their end-of-run refinements (at most one per CPU across
 // files, through o.sem) and returns at once; finish waits for them and
 // writes the file's lines. The caller reads the next file meanwhile, so the
-// CPUs stay busy across files.
+// CPUs stay busy across files. A bad file yields an error and no lines.
 func (o *options) startFile(path string) (finish func(enc *json.Encoder) error, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -286,6 +298,36 @@ func (o *options) startFile(path string) (finish func(enc *json.Encoder) error, 
 		defer gz.Close()
 		r = gz
 	}
+	fr, err := o.newFileReader(path, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := fr.readAll(); err != nil {
+		return nil, err
+	}
+	if len(fr.order) == 0 {
+		return nil, errors.New("empty series: no data rows")
+	}
+	return o.refine(path, fr.order, fr.grp >= 0, &fr.over), nil
+}
+
+// fileReader reads one CSV file into a detector per series (group).
+type fileReader struct {
+	o              *options
+	path           string
+	cr             *csv.Reader
+	header         []string
+	col, grp, tcol int     // the value, group and time columns (-1: none)
+	unit           float64 // ns per unit of the time column
+	order          []*series
+	byName         map[string]*series
+	cur            *series // the series of the previous row
+	over           overflow
+}
+
+// newFileReader reads the header of r and finds the columns the options
+// name (the value: the last column by default).
+func (o *options) newFileReader(path string, r io.Reader) (*fileReader, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1
@@ -298,6 +340,8 @@ func (o *options) startFile(path string) (finish func(enc *json.Encoder) error, 
 		return nil, fmt.Errorf("header: %w", err)
 	}
 	header = slices.Clone(header) // the reader reuses its record slice
+	fr := &fileReader{o: o, path: path, cr: cr, header: header, col: len(header) - 1, grp: -1, tcol: -1,
+		unit: map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[o.timeUnit], byName: map[string]*series{}}
 	find := func(name string) int {
 		for i, h := range header {
 			if strings.TrimSpace(h) == name {
@@ -306,99 +350,120 @@ func (o *options) startFile(path string) (finish func(enc *json.Encoder) error, 
 		}
 		return -1
 	}
-	col := len(header) - 1
 	if o.column != "" {
-		if col = find(o.column); col < 0 {
+		if fr.col = find(o.column); fr.col < 0 {
 			return nil, fmt.Errorf("no column %q (columns: %s)", o.column, quoteAll(header))
 		}
 	}
-	grp := -1
 	if o.group != "" {
-		if grp = find(o.group); grp < 0 {
+		if fr.grp = find(o.group); fr.grp < 0 {
 			return nil, fmt.Errorf("no group column %q (columns: %s)", o.group, quoteAll(header))
 		}
 	}
-	tcol := -1
 	if o.timeCol != "" {
-		if tcol = find(o.timeCol); tcol < 0 {
+		if fr.tcol = find(o.timeCol); fr.tcol < 0 {
 			return nil, fmt.Errorf("no time column %q (columns: %s)", o.timeCol, quoteAll(header))
 		}
 	}
-	unit := map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[o.timeUnit]
+	return fr, nil
+}
 
-	var order []*series
-	byName := map[string]*series{}
-	var cur *series
-	var over overflow
+// readAll reads the rows to the end of the file, each into its series'
+// detector; the first bad row is the error.
+func (fr *fileReader) readAll() error {
 	for {
-		rec, err := cr.Read()
+		rec, err := fr.cr.Read()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, err // a *csv.ParseError names the line and column
+			return err // a *csv.ParseError names the line and column
 		}
-		line, _ := cr.FieldPos(0)
+		line, _ := fr.cr.FieldPos(0)
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			continue // blank line
 		}
-		need := max(col, grp, tcol)
-		if len(rec) <= need {
-			return nil, fmt.Errorf("line %d: %d fields, need at least %d", line, len(rec), need+1)
+		if err := fr.row(rec, line); err != nil {
+			return err
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(rec[col]), 64)
+	}
+}
+
+// row checks one row and observes its value in its series' detector.
+func (fr *fileReader) row(rec []string, line int) error {
+	col, grp, tcol, header := fr.col, fr.grp, fr.tcol, fr.header
+	need := max(col, grp, tcol)
+	if len(rec) <= need {
+		return fmt.Errorf("line %d: %d fields, need at least %d", line, len(rec), need+1)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(rec[col]), 64)
+	if err != nil {
+		return fmt.Errorf("line %d: column %q: not a number: %q", line, header[col], rec[col])
+	}
+	if err := observation.Check(v); err != nil {
+		return fmt.Errorf("line %d: column %q: %q: %w", line, header[col], rec[col], err)
+	}
+	tns := -1.0
+	if tcol >= 0 {
+		tv, err := strconv.ParseFloat(strings.TrimSpace(rec[tcol]), 64)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: column %q: not a number: %q", line, header[col], rec[col])
+			return fmt.Errorf("line %d: time column %q: not a number: %q", line, header[tcol], rec[tcol])
 		}
-		if err := observation.Check(v); err != nil {
-			return nil, fmt.Errorf("line %d: column %q: %q: %w", line, header[col], rec[col], err)
+		tns = tv * fr.unit
+		if err := observation.CheckTime(tns); err != nil {
+			return fmt.Errorf("line %d: time column %q: %q (--time-unit %s): %w", line, header[tcol], rec[tcol], fr.o.timeUnit, err)
 		}
-		tns := -1.0
-		if tcol >= 0 {
-			tv, err := strconv.ParseFloat(strings.TrimSpace(rec[tcol]), 64)
-			if err != nil {
-				return nil, fmt.Errorf("line %d: time column %q: not a number: %q", line, header[tcol], rec[tcol])
-			}
-			tns = tv * unit
-			if err := observation.CheckTime(tns); err != nil {
-				return nil, fmt.Errorf("line %d: time column %q: %q (--time-unit %s): %w", line, header[tcol], rec[tcol], o.timeUnit, err)
-			}
-		}
-		key := ""
-		if grp >= 0 {
-			key = rec[grp]
-		}
-		if cur == nil || cur.name != key {
-			cur = byName[key]
-			if cur == nil && len(order) >= o.maxGroups {
-				over.add(key)
-				continue
-			}
-			if cur == nil {
-				d, err := detector.New(o.cfg)
-				if err != nil {
-					return nil, err
-				}
-				cur = &series{name: strings.Clone(key), det: d}
-				byName[cur.name] = cur
-				order = append(order, cur)
-			}
-		}
-		t := cur.n // observation index as time when there is no time column
-		if tcol >= 0 {
-			t = int64(tns)
-		}
-		r := cur.det.Observe(t, v)
-		if o.tags != nil {
-			o.tags.write(path, key, grp >= 0, cur.n, t, rec[col], r)
-		}
-		cur.n++
 	}
-	if len(order) == 0 {
-		return nil, errors.New("empty series: no data rows")
+	key := ""
+	if grp >= 0 {
+		key = rec[grp]
 	}
-	// the hindsight refinement costs a fraction of a second per series:
-	// the series are refined in parallel, one per CPU, and written in order
+	cur, err := fr.series(key)
+	if err != nil || cur == nil {
+		return err // nil, nil: a group past --max-groups, counted apart
+	}
+	t := cur.n // observation index as time when there is no time column
+	if tcol >= 0 {
+		t = int64(tns)
+	}
+	r := cur.det.Observe(t, v)
+	if fr.o.tags != nil {
+		fr.o.tags.write(fr.path, key, grp >= 0, cur.n, t, rec[col], r)
+	}
+	cur.n++
+	return nil
+}
+
+// series returns the series of group key, a new one (with its detector)
+// when the file has not had it; nil when there are already --max-groups
+// series (the row is counted in fr.over).
+func (fr *fileReader) series(key string) (*series, error) {
+	if fr.cur != nil && fr.cur.name == key {
+		return fr.cur, nil
+	}
+	cur := fr.byName[key]
+	if cur == nil && len(fr.order) >= fr.o.maxGroups {
+		fr.over.add(key)
+		return nil, nil
+	}
+	if cur == nil {
+		d, err := detector.New(fr.o.cfg)
+		if err != nil {
+			return nil, err
+		}
+		cur = &series{name: strings.Clone(key), det: d}
+		fr.byName[cur.name] = cur
+		fr.order = append(fr.order, cur)
+	}
+	fr.cur = cur
+	return cur, nil
+}
+
+// refine starts the series' end-of-run refinements (the hindsight costs a
+// fraction of a second per series: one per CPU across files, through
+// o.sem) and returns the function that waits for them and writes the
+// file's lines in order.
+func (o *options) refine(path string, order []*series, grouped bool, over *overflow) func(enc *json.Encoder) error {
 	hind := make([]detector.Snapshot, len(order))
 	hindErr := make([]error, len(order))
 	var wg sync.WaitGroup
@@ -415,8 +480,8 @@ func (o *options) startFile(path string) (finish func(enc *json.Encoder) error, 
 	}
 	return func(enc *json.Encoder) error {
 		wg.Wait()
-		return o.writeFile(path, enc, order, hind, hindErr, grp >= 0, &over)
-	}, nil
+		return o.writeFile(path, enc, order, hind, hindErr, grouped, over)
+	}
 }
 
 // writeFile writes the lines of one file's series.
