@@ -4,6 +4,11 @@
 // the tests all drive it through Observe.
 package detector
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Regime is the phase an observation belongs to. Regimes only move forward
 // (cold -> warmup -> steady), except steady -> warmup through a reported
 // relapse.
@@ -16,20 +21,53 @@ const (
 	Steady
 )
 
+// regimeNames are the regimes' names (the values of the regime tag), in
+// their order.
+var regimeNames = [...]string{Cold: "cold", Warmup: "warmup", Steady: "steady"}
+
+// RegimeNames returns the regimes' names in their order: cold, warmup,
+// steady. Every table, tag and file of the project spells them so.
+func RegimeNames() [3]string { return regimeNames }
+
 func (r Regime) String() string {
-	switch r {
-	case Cold:
-		return "cold"
-	case Warmup:
-		return "warmup"
-	case Steady:
-		return "steady"
+	if int(r) < len(regimeNames) {
+		return regimeNames[r]
 	}
 	return "unknown"
 }
 
+// LookupRegime returns the regime a name (as String writes it) stands for;
+// ok is false for any other string. It allocates nothing (the k6 glue calls
+// it per sample).
+func LookupRegime(name string) (r Regime, ok bool) {
+	for i, n := range regimeNames {
+		if n == name {
+			return Regime(i), true
+		}
+	}
+	return 0, false
+}
+
+// ParseRegime is LookupRegime with an error that names the valid names.
+func ParseRegime(name string) (Regime, error) {
+	if r, ok := LookupRegime(name); ok {
+		return r, nil
+	}
+	return 0, fmt.Errorf("regime must be one of %s, got %q", strings.Join(regimeNames[:], ", "), name)
+}
+
 // MarshalText writes the regime name.
 func (r Regime) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a regime name (ParseRegime).
+func (r *Regime) UnmarshalText(b []byte) error {
+	v, err := ParseRegime(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
 
 // Class is the shape of the whole series so far, after Barrett et al.,
 // "Virtual Machine Warmup Blows Hot and Cold", OOPSLA 2017.

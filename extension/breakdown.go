@@ -2,7 +2,7 @@ package extension
 
 import (
 	"encoding/json"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -278,15 +278,8 @@ func (b *breakdown) requests() []any {
 	for k := range b.cells {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, c := keys[i], keys[j]
-		if a.scenario != c.scenario {
-			return a.scenario < c.scenario
-		}
-		if a.endpoint != c.endpoint {
-			return a.endpoint < c.endpoint
-		}
-		return regimeOrder(a.regime) < regimeOrder(c.regime)
+	slices.SortFunc(keys, func(a, c breakdownKey) int {
+		return results.CompareRequests(a.scenario, a.phase, a.endpoint, a.proto, a.regime, c.scenario, c.phase, c.endpoint, c.proto, c.regime)
 	})
 	out := make([]any, 0, len(keys))
 	for _, k := range keys {

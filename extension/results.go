@@ -83,17 +83,7 @@ func (r *recorder) scenario(name string) *recordedScenario {
 	return sc
 }
 
-func regimeIndex(s string) uint8 {
-	switch s {
-	case "cold":
-		return 0
-	case "warmup":
-		return 1
-	case "steady":
-		return 2
-	}
-	return 3
-}
+func regimeIndex(s string) uint8 { return uint8(regimeOrder(s)) }
 
 func unixMs(t time.Time) float64 { return float64(t.UnixNano()) / 1e6 }
 

@@ -535,17 +535,7 @@ func scopeLabel(scenario, endpoint string) string {
 	return fmt.Sprintf("scenario %s endpoint %s", scenario, endpoint)
 }
 
-func parseRegime(s string) (detector.Regime, bool) {
-	switch s {
-	case "cold":
-		return detector.Cold, true
-	case "warmup":
-		return detector.Warmup, true
-	case "steady":
-		return detector.Steady, true
-	}
-	return 0, false
-}
+func parseRegime(s string) (detector.Regime, bool) { return detector.LookupRegime(s) }
 
 // sample builds one sample of a regime metric with the scenario's tags.
 func (rs *runState) sample(m *metrics.Metric, st *scenarioState, t time.Time, v float64) metrics.Sample {

@@ -8,7 +8,7 @@ import (
 	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
-var regimeNames = [3]string{"cold", "warmup", "steady"}
+var regimeNames = detector.RegimeNames()
 
 // summary builds, per scenario, what the detectors found: the regimes with
 // their counts and percentiles (iteration duration, ms), the boundaries,

@@ -7,12 +7,15 @@
 package results
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/xk6-regime/xk6-regime/detector"
 )
 
 // SchemaVersion is the version of summary.json's layout. It changes when a
@@ -20,7 +23,7 @@ import (
 const SchemaVersion = 1
 
 // Regimes in order.
-var Regimes = [3]string{"cold", "warmup", "steady"}
+var Regimes = detector.RegimeNames()
 
 // File names inside a run folder.
 const (
@@ -290,6 +293,26 @@ type RequestRow struct {
 // Key identifies the row across runs.
 func (r *RequestRow) Key() string {
 	return r.Scenario + "\x00" + r.Phase + "\x00" + r.Regime + "\x00" + r.Endpoint + "\x00" + r.Protocol
+}
+
+// CompareRequests orders request rows as every table of a run lists them:
+// by scenario, phase, endpoint and protocol, then regime in the regimes'
+// order (unknown names last). The results folder's summary.json and the
+// k6 extension's summary() share it.
+func CompareRequests(scenarioA, phaseA, endpointA, protoA, regimeA, scenarioB, phaseB, endpointB, protoB, regimeB string) int {
+	if c := cmp.Compare(scenarioA, scenarioB); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(phaseA, phaseB); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(endpointA, endpointB); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(protoA, protoB); c != 0 {
+		return c
+	}
+	return cmp.Compare(regimeIndex(regimeA), regimeIndex(regimeB))
 }
 
 // ConnPhase is the connection-pool cold start of one phase: requests that

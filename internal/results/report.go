@@ -334,7 +334,7 @@ func orDash(s string) string {
 
 func byRegime(m map[string]int64) string {
 	var parts []string
-	for _, r := range []string{"cold", "warmup", "steady", ""} {
+	for _, r := range append(Regimes[:], "") { // the untagged last
 		if v, ok := m[r]; ok {
 			parts = append(parts, fmt.Sprintf("%s=%d", orUntagged(r), v))
 		}

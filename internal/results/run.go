@@ -10,12 +10,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/xk6-regime/xk6-regime/detector"
 )
 
 // Run is a results folder in memory: the summary and what it is computed
@@ -173,32 +176,13 @@ func (r *Run) finalizeRequests() {
 		row.HLog = RequestsHLogFile
 		row.Tag = reqTag(row)
 	}
-	sort.SliceStable(s.Requests, func(i, j int) bool {
-		a, b := s.Requests[i], s.Requests[j]
-		if a.Scenario != b.Scenario {
-			return a.Scenario < b.Scenario
-		}
-		if a.Phase != b.Phase {
-			return a.Phase < b.Phase
-		}
-		if a.Endpoint != b.Endpoint {
-			return a.Endpoint < b.Endpoint
-		}
-		if a.Protocol != b.Protocol {
-			return a.Protocol < b.Protocol
-		}
-		return regimeRank(a.Regime) < regimeRank(b.Regime)
+	slices.SortStableFunc(s.Requests, func(a, b *RequestRow) int {
+		return CompareRequests(a.Scenario, a.Phase, a.Endpoint, a.Protocol, a.Regime, b.Scenario, b.Phase, b.Endpoint, b.Protocol, b.Regime)
 	})
 }
 
-func regimeRank(r string) int {
-	for i, n := range Regimes {
-		if n == r {
-			return i
-		}
-	}
-	return 3
-}
+// regimeRank orders regime names as the regimes go (unknown names last).
+func regimeRank(r string) int { return int(regimeIndex(r)) }
 
 func iterHLogName(scenario, regime string) string {
 	return "iterations-" + fileSafe(scenario) + "-" + regime + ".hlog"
@@ -387,12 +371,10 @@ func regimeName(r uint8) string {
 }
 
 func regimeIndex(s string) uint8 {
-	for i, n := range Regimes {
-		if n == s {
-			return uint8(i)
-		}
+	if r, ok := detector.LookupRegime(s); ok {
+		return uint8(r)
 	}
-	return 3
+	return uint8(len(Regimes))
 }
 
 func readSeries(path string) ([]SeriesPoint, error) {
