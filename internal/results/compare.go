@@ -378,6 +378,7 @@ func (k *comparer) scenarios() {
 	}
 }
 
+// failedOn says whether a row of metric failed already.
 func (c *Comparison) failedOn(metric string) bool {
 	for _, r := range c.Rows {
 		if r.Fail && r.Metric == metric {

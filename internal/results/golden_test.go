@@ -35,6 +35,7 @@ func TestGoldenResults(t *testing.T) {
 	runs := make([]*Run, 2)
 	for i, seed := range []uint64{11, 12} {
 		r := synthRun(6000, DefaultSeriesLimit, seed)
+		widenRun(r, seed)
 		r.Summary.Scenarios["load"].Settled = settleSeries(r.Series["load"].Points, r.Summary.Started.UnixNano(), false)
 		require.NoError(t, r.WriteDir(dirs[i], WriteOptions{Report: true}))
 		var err error
@@ -106,4 +107,33 @@ func TestGoldenResults(t *testing.T) {
 	want, err := os.ReadFile(golden)
 	require.NoError(t, err, "no golden file: go test -run TestGoldenResults -update ./internal/results/")
 	require.Equal(t, string(want), got.String(), "an output changed (lines name the files; -update if meant)")
+}
+
+// widenRun gives a synthetic run more request rows than synthRun's one
+// key (phases, endpoints, a second protocol, a name of no regime), added
+// out of order, and a tracked metric, so that the outputs pin how rows are
+// ordered, merged and compared.
+func widenRun(r *Run, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	t0 := float64(r.Summary.Started.UnixMilli())
+	keys := []struct{ phase, endpoint, proto, regime string }{
+		{"main", "post /y", "http", "steady"}, {"init", "get /x", "grpc", "warmup"}, {"main", "post /y", "http", "cold"},
+		{"init", "", "http", "steady"}, {"init", "get /x", "grpc", "steady"}, {"main", "get /x", "http", ""},
+	}
+	for i, k := range keys {
+		row := &RequestRow{Scenario: "load", Phase: k.phase, Endpoint: k.endpoint, Protocol: k.proto, Regime: k.regime}
+		row.Errors, row.Status5xx, row.NewConnections = int64(i), int64(i/2), int64(3-i/2)
+		h := NewHist(600_000_000, 2)
+		for j := range 200 {
+			v := 2 + float64(i) + rng.ExpFloat64()
+			record(h, v, t0+float64(j)*100, t0+float64(j)*100+v)
+		}
+		r.Summary.Requests = append(r.Summary.Requests, row)
+		r.Req[row.Key()] = h
+	}
+	r.Summary.Tracked = map[string]map[string]*TrackedCell{
+		"claims": {"main": {Type: "counter", Count: 10 + int64(seed), Sum: 42, Last: 3, Max: 7}},
+		"queue":  {"init": {Type: "gauge", Count: 5, Sum: 12.5, Last: float64(seed), Max: 4}},
+	}
+	r.Finalize()
 }

@@ -175,6 +175,8 @@ func (m *merger) mergeSeries() {
 	}
 }
 
+// mergeEnds is how the merged test ended: as the first instance that did
+// not complete, else completed when every instance says so, else unknown.
 func mergeEnds(runs []*Run, names []string) *RunEnd {
 	all := true
 	for i, r := range runs {

@@ -312,7 +312,10 @@ func CompareRequests(scenarioA, phaseA, endpointA, protoA, regimeA, scenarioB, p
 	if c := cmp.Compare(protoA, protoB); c != 0 {
 		return c
 	}
-	return cmp.Compare(regimeIndex(regimeA), regimeIndex(regimeB))
+	if c := cmp.Compare(regimeIndex(regimeA), regimeIndex(regimeB)); c != 0 {
+		return c
+	}
+	return cmp.Compare(regimeA, regimeB) // two names of no regime: a total order all the same
 }
 
 // ConnPhase is the connection-pool cold start of one phase: requests that
