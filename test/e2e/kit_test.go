@@ -219,7 +219,6 @@ func requireGatesOnlySteady(t *testing.T, res kitResult) {
 // its cold iterations tagged, the gradual warm-up fails no request, and the
 // cold-start section shows the pool filling during warmup and init.
 func TestKitEmbedded(t *testing.T) {
-	t.Parallel() // beside TestKitPostgres: each asks for 120 requests/s at most
 	d := startDemo(t, nil)
 	res := runKit(t, d, "gradual")
 	require.Equal(t, 0, res.ExitCode, "every threshold, the gameplay steady gates included; thresholds %v\nstdout:\n%s\nstderr:\n%s",
@@ -263,7 +262,6 @@ func TestKitEmbedded(t *testing.T) {
 // TestKitPostgres: the same kit against the service backed by a real
 // PostgreSQL (its own cluster on 127.0.0.1), with the same checks.
 func TestKitPostgres(t *testing.T) {
-	t.Parallel() // beside TestKitEmbedded
 	dsn := pgtest.Start(t)
 	d := startDemo(t, []string{"DATABASE_URL=" + dsn})
 	res := runKit(t, d, "gradual")
