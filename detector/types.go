@@ -21,9 +21,15 @@ const (
 	Steady
 )
 
-// regimeNames are the regimes' names (the values of the regime tag), in
-// their order.
-var regimeNames = [...]string{Cold: "cold", Warmup: "warmup", Steady: "steady"}
+// The regimes' names: the values of the regime tag.
+const (
+	coldName   = "cold"
+	warmupName = "warmup"
+	steadyName = "steady"
+)
+
+// regimeNames are the regimes' names in their order.
+var regimeNames = [...]string{Cold: coldName, Warmup: warmupName, Steady: steadyName}
 
 // RegimeNames returns the regimes' names in their order: cold, warmup,
 // steady. Every table, tag and file of the project spells them so.
@@ -40,10 +46,13 @@ func (r Regime) String() string {
 // ok is false for any other string. It allocates nothing (the k6 glue calls
 // it per sample).
 func LookupRegime(name string) (r Regime, ok bool) {
-	for i, n := range regimeNames {
-		if n == name {
-			return Regime(i), true
-		}
+	switch name { // constant cases: the compiler compares lengths first
+	case coldName:
+		return Cold, true
+	case warmupName:
+		return Warmup, true
+	case steadyName:
+		return Steady, true
 	}
 	return 0, false
 }
