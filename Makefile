@@ -108,7 +108,7 @@ test: vet build build-demo tools
 	  ACTIONLINT_BIN=$(CURDIR)/$(ACTIONLINT) KUBECONFORM_BIN=$(CURDIR)/$(KUBECONFORM) \
 	  $(GO) test -race -count=1 -p 1 -timeout 20m $(E2E_PKGS)
 
-## prebuild: compile what make test builds (k6, the demo, every test binary) into the Go build cache without running anything; needs no Debian package, so CI runs it beside make deps
+## prebuild: compile what make test builds (k6, the demo, the unit and end-to-end test binaries; not the fuzz targets) into the Go build cache without running anything; needs no Debian package, so CI runs it beside make deps
 .PHONY: prebuild
 prebuild: build build-demo
 	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
