@@ -359,10 +359,3 @@ func (b *breakdown) trackedSummary() map[string]any {
 	}
 	return out
 }
-
-func regimeOrder(r string) int {
-	if reg, ok := parseRegime(r); ok {
-		return int(reg)
-	}
-	return 3
-}

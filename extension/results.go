@@ -83,7 +83,14 @@ func (r *recorder) scenario(name string) *recordedScenario {
 	return sc
 }
 
-func regimeIndex(s string) uint8 { return uint8(regimeOrder(s)) }
+// regimeIndex is a regime name's index in the recorder's per-regime
+// arrays; 3 for any other name (untagged).
+func regimeIndex(s string) uint8 {
+	if r, ok := detector.LookupRegime(s); ok {
+		return uint8(r)
+	}
+	return 3
+}
 
 func unixMs(t time.Time) float64 { return float64(t.UnixNano()) / 1e6 }
 

@@ -397,7 +397,7 @@ func (st *scenarioState) account(s metrics.Sample, tags *sampleTags) (index int6
 		st.untagged++
 		return index, ""
 	}
-	r, ok := parseRegime(tag)
+	r, ok := detector.LookupRegime(tag)
 	if !ok {
 		st.untagged++
 		return index, tag
@@ -534,8 +534,6 @@ func scopeLabel(scenario, endpoint string) string {
 	}
 	return fmt.Sprintf("scenario %s endpoint %s", scenario, endpoint)
 }
-
-func parseRegime(s string) (detector.Regime, bool) { return detector.LookupRegime(s) }
 
 // sample builds one sample of a regime metric with the scenario's tags.
 func (rs *runState) sample(m *metrics.Metric, st *scenarioState, t time.Time, v float64) metrics.Sample {
