@@ -73,7 +73,7 @@ func FuzzInfluxConfig(f *testing.F) {
 				t.Fatalf("error does not name the output: %v", err)
 			}
 			for _, secret := range givenSecrets(jsonConf, envKey, envVal, arg) {
-				if len(secret) >= 4 && strings.Contains(msg, secret) {
+				if len(secret) >= 4 && strings.Contains(msg, secret) && echoesSecret(jsonConf, envKey, envVal, arg, secret) {
 					t.Fatalf("error repeats the secret %q: %v", secret, err)
 				}
 			}
@@ -86,6 +86,40 @@ func FuzzInfluxConfig(f *testing.F) {
 			t.Fatalf("URL keeps credentials: %q", cfg.URL)
 		}
 	})
+}
+
+// echoesSecret tells a secret the error message repeats from one that
+// happens to spell a word of the message's own text (a password "port " and
+// "invalid port (value not shown)"): the same input with the secret replaced
+// by a marker everywhere it occurs is parsed again, and the secret was
+// repeated when the marker shows up in that error.
+func echoesSecret(jsonConf []byte, envKey, envVal, arg, secret string) bool {
+	const marker = "QzXmarkerXzQ"
+	swap := func(s string) string { return strings.ReplaceAll(s, secret, marker) }
+	var doc any
+	if jsonConf != nil && json.Unmarshal(jsonConf, &doc) == nil {
+		jsonConf, _ = json.Marshal(swapStrings(doc, swap))
+	}
+	_, err := parseInfluxConfig(jsonConf, map[string]string{envKey: swap(envVal)}, swap(arg),
+		map[string]string{"testid": "t"}, time.Unix(0, 0))
+	return err != nil && strings.Contains(err.Error(), marker)
+}
+
+// swapStrings applies f to every string in a decoded JSON document.
+func swapStrings(v any, f func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return f(x)
+	case []any:
+		for i := range x {
+			x[i] = swapStrings(x[i], f)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = swapStrings(e, f)
+		}
+	}
+	return v
 }
 
 // givenSecrets are the values the input gives as a token or password: the
