@@ -172,6 +172,15 @@ func (d *Detector) walkBack(y []float64, band float64) (start int, level float64
 	return start, level
 }
 
+// svcSegment is the segment the service method found at a window close:
+// windows from+s to the newest (n of them from from), on a log scale.
+type svcSegment struct {
+	lo, from, s, n int
+	level          float64 // log median of its windows' medians
+	band           float64 // the level band, widened by the noise
+	sig, tsig      float64 // the window-to-window noise of the medians, of the tails
+}
+
 // svcWarmup looks for a steady segment at a window close; it reports
 // whether steady state was declared.
 func (d *Detector) svcWarmup() bool {
@@ -181,6 +190,40 @@ func (d *Detector) svcWarmup() bool {
 	if d.seq < d.svc.minSeq {
 		return false
 	}
+	lo, ok := d.svcSearchFrom()
+	if !ok {
+		return false
+	}
+	g := d.svcFind(lo)
+	afterTransient := d.afterTransient(g)
+	need := d.cfg.StableWindows
+	if afterTransient {
+		need = d.cfg.SettleWindows
+	}
+	prior := d.atPriorLevel(g.level)
+	if prior {
+		// earlier runs settled at this level, after the prior warm-up
+		need = d.cfg.PriorWindows
+	}
+	if g.n-g.s < need || !d.svcHalvesAgree(g, afterTransient, prior) {
+		return false
+	}
+	start := d.ring[g.from+g.s].first
+	if start.Index < d.floor.Index {
+		start = d.floor
+	}
+	d.class = d.svcClass(g)
+	var mon [3]monitor
+	mon[statMedian] = monitor{on: true, level: math.Exp(g.level)}
+	d.svc.over = 0
+	d.enterSteady(start, mon, start.Index)
+	return true
+}
+
+// svcSearchFrom returns the first window a steady segment may start at
+// (after the floor and the prior warm-up end, if any), and whether enough
+// windows follow it to judge.
+func (d *Detector) svcSearchFrom() (int, bool) {
 	lo := d.firstAfter(d.floor.Index)
 	last := len(d.ring) - 1
 	fewest := min(d.cfg.StableWindows, d.cfg.SettleWindows)
@@ -188,136 +231,132 @@ func (d *Detector) svcWarmup() bool {
 		fewest = min(fewest, d.cfg.PriorWindows)
 	}
 	if last-lo+1 < fewest {
-		return false
+		return lo, false
 	}
 	if w := int64(d.cfg.PriorWarmup); w > 0 {
 		// a prior warm-up end: no steady state starts before it
 		end := d.coldT[0] + w
 		if d.wLast.Time < end {
-			return false
+			return lo, false
 		}
 		for lo <= last && d.ring[lo].first.Time < end {
 			lo++
 		}
 		if last-lo+1 < fewest {
-			return false
+			return lo, false
 		}
 	}
-	from := max(lo, last-d.cfg.SearchWindows+1)
-	d.logs(from, d.cfg.TailTolerance > 0)
+	return lo, true
+}
+
+// svcFind walks back over the newest search_windows windows from lo (their
+// logs in d.svc.y and d.svc.u) to where the medians, and with the dual gate
+// the tails, left their band.
+func (d *Detector) svcFind(lo int) svcSegment {
+	last := len(d.ring) - 1
+	g := svcSegment{lo: lo, from: max(lo, last-d.cfg.SearchWindows+1)}
+	d.logs(g.from, d.cfg.TailTolerance > 0)
 	y, u := d.svc.y, d.svc.u
-	n := len(y)
-	recent := max(0, n-2*d.cfg.StableWindows)
-	sig := d.diffNoise(y[recent:])
-	band := max(math.Log1p(d.cfg.MedianTolerance), d.cfg.NoiseZ*sig)
-	s, level := d.walkBack(y, band)
-	tsig := 0.0 // the tails' noise, as sig
+	g.n = len(y)
+	recent := max(0, g.n-2*d.cfg.StableWindows)
+	g.sig = d.diffNoise(y[recent:])
+	g.band = max(math.Log1p(d.cfg.MedianTolerance), d.cfg.NoiseZ*g.sig)
+	g.s, g.level = d.walkBack(y, g.band)
 	if d.cfg.TailTolerance > 0 {
 		// the dual gate: the tail must have settled too
-		tsig = d.diffNoise(u[recent:])
-		tband := max(math.Log1p(d.cfg.TailTolerance), d.cfg.NoiseZ*tsig)
-		if st, _ := d.walkBack(u, tband); st > s {
-			s, level = st, d.medianOf(y[st:])
+		g.tsig = d.diffNoise(u[recent:])
+		tband := max(math.Log1p(d.cfg.TailTolerance), d.cfg.NoiseZ*g.tsig)
+		if st, _ := d.walkBack(u, tband); st > g.s {
+			g.s, g.level = st, d.medianOf(y[st:])
 		}
 	}
-	// a visible transient before the segment: the windows just before it
-	// lie outside twice the band (a first second 30% slower than the rest,
-	// as the first connections make it, is no warm-up in stages; a JIT's
-	// first seconds, 4-300 times slower, are)
-	// (the windows before the search range count: those of the cold tail
-	// are the first of a JIT's warm-up)
-	pre := math.NaN()
-	if g := from + s; g > 0 {
-		t := d.svc.tmp[:0]
-		for j := max(0, g-3); j < g; j++ {
-			t = append(t, math.Log(d.ring[j].med))
-		}
-		d.svc.tmp = t
-		pre = median(t)
-	}
-	// (twice the level band, not the band widened by the windows' noise: a
-	// JIT's first windows are noisy and 1.7 times slower)
-	afterTransient := from+s > 0 && math.Abs(pre-level) > 2*math.Log1p(d.cfg.MedianTolerance)
-	need := d.cfg.StableWindows
-	if afterTransient {
-		need = d.cfg.SettleWindows
-	}
-	prior := d.atPriorLevel(level)
-	if prior {
-		// earlier runs settled at this level, after the prior warm-up
-		need = d.cfg.PriorWindows
-	}
-	m := n - s
-	if m < need {
+	return g
+}
+
+// afterTransient tells whether a visible transient comes before the
+// segment: the windows just before it lie outside twice the band (a first
+// second 30% slower than the rest, as the first connections make it, is no
+// warm-up in stages; a JIT's first seconds, 4-300 times slower, are). The
+// windows before the search range count: those of the cold tail are the
+// first of a JIT's warm-up. Twice the level band, not the band widened by
+// the windows' noise: a JIT's first windows are noisy and 1.7 times slower.
+func (d *Detector) afterTransient(g svcSegment) bool {
+	at := g.from + g.s
+	if at <= 0 {
 		return false
 	}
-	h := m / 2
-	// After a transient the warm-up may still be ending: its halves must
-	// agree within trend_tolerance. A first level only has to stay within
-	// the level band between its halves when it improves (an unfinished
-	// warm-up), within twice the band when it slows down (a wave of the
-	// machine in the first seconds is no warm-up; a slowdown that goes on
-	// is a relapse later).
+	t := d.svc.tmp[:0]
+	for j := max(0, at-3); j < at; j++ {
+		t = append(t, math.Log(d.ring[j].med))
+	}
+	d.svc.tmp = t
+	return math.Abs(median(t)-g.level) > 2*math.Log1p(d.cfg.MedianTolerance)
+}
+
+// svcHalvesAgree compares the halves of the segment. After a transient the
+// warm-up may still be ending: its halves must agree within
+// trend_tolerance. A first level only has to stay within the level band
+// between its halves when it improves (an unfinished warm-up), within twice
+// the band when it slows down (a wave of the machine in the first seconds
+// is no warm-up; a slowdown that goes on is a relapse later).
+//
+// After a transient the tail must have stopped falling too (the dual
+// gate's trend): a cache that warms as its keys are read settles its
+// median in about 10 s and its tail in about 30 s (the live harness's
+// cache service). Noisy tails widen the limit, as noisy medians do. It
+// only delays the declaration: the steady state still starts where the
+// segment does. (With a prior, the earlier runs' warm-up end stands for
+// this.)
+func (d *Detector) svcHalvesAgree(g svcSegment, afterTransient, prior bool) bool {
+	y, u := d.svc.y, d.svc.u
+	n, s := g.n, g.s
+	h := (n - s) / 2
 	change := d.medianOf(y[n-h:]) - d.medianOf(y[s:s+h])
-	limit := band
+	limit := g.band
 	switch {
 	case afterTransient:
-		limit = max(math.Log1p(d.cfg.TrendTolerance), 2*sig)
+		limit = max(math.Log1p(d.cfg.TrendTolerance), 2*g.sig)
 	case change > 0:
-		limit = 2 * band
+		limit = 2 * g.band
 	}
 	if math.Abs(change) > limit {
 		return false
 	}
-	// After a transient the tail must have stopped falling too (the dual
-	// gate's trend): a cache that warms as its keys are read settles its
-	// median in about 10 s and its tail in about 30 s (the live harness's
-	// cache service). Noisy tails widen the limit, as noisy medians do. It
-	// only delays the declaration: the steady state still starts where the
-	// segment does. (With a prior, the earlier runs' warm-up end stands for
-	// this.)
 	if afterTransient && !prior && d.cfg.TailTrendTolerance > 0 && d.cfg.TailTolerance > 0 {
-		tlim := max(math.Log1p(d.cfg.TailTrendTolerance), 2*tsig)
+		tlim := max(math.Log1p(d.cfg.TailTrendTolerance), 2*g.tsig)
 		if d.medianOf(u[n-h:])-d.medianOf(u[s:s+h]) < -tlim {
 			return false
 		}
 	}
-	start := d.ring[from+s].first
-	if start.Index < d.floor.Index {
-		start = d.floor
-	}
-	// class (Barrett et al. 2017): against what came before the segment
+	return true
+}
+
+// svcClass is the class of the steady state g starts (Barrett et al.
+// 2017): against what came before the segment, or the steady state a
+// relapse ended.
+func (d *Detector) svcClass(g svcSegment) Class {
 	switch {
 	case d.nRelapses > 0:
-		prev := d.relapses[min(d.nRelapses, maxStoredRelapses)-1].From
-		if math.Exp(level) < prev {
-			d.class = ClassWarmup
-		} else {
-			d.class = Slowdown
+		if prev := d.relapses[min(d.nRelapses, maxStoredRelapses)-1].From; math.Exp(g.level) < prev {
+			return ClassWarmup
 		}
-	case from+s <= lo:
-		d.class = Flat
-	default:
-		before := d.medianOf(y[:s])
-		if from > lo {
-			// the search did not reach the cold end: compare with all of it
-			d.logs(lo, false)
-			before = d.medianOf(d.svc.y[:from+s-lo])
-		}
-		switch {
-		case math.Abs(before-level) <= band:
-			d.class = Flat
-		case before > level:
-			d.class = ClassWarmup
-		default:
-			d.class = Slowdown
-		}
+		return Slowdown
+	case g.from+g.s <= g.lo:
+		return Flat
 	}
-	var mon [3]monitor
-	mon[statMedian] = monitor{on: true, level: math.Exp(level)}
-	d.svc.over = 0
-	d.enterSteady(start, mon, start.Index)
-	return true
+	before := d.medianOf(d.svc.y[:g.s])
+	if g.from > g.lo {
+		// the search did not reach the cold end: compare with all of it
+		d.logs(g.lo, false)
+		before = d.medianOf(d.svc.y[:g.from+g.s-g.lo])
+	}
+	switch {
+	case math.Abs(before-g.level) <= g.band:
+		return Flat
+	case before > g.level:
+		return ClassWarmup
+	}
+	return Slowdown
 }
 
 // atPriorLevel reports whether a log level lies within the prior's band of

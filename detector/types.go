@@ -1,7 +1,3 @@
-// Package detector finds where a stream of timings leaves its cold start,
-// warms up and reaches steady state, online, in O(1) time and bounded memory
-// per observation. It knows nothing of k6: the k6 glue, the detect command and
-// the tests all drive it through Observe.
 package detector
 
 import (
