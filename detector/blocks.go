@@ -31,34 +31,34 @@ type subBlocks struct {
 // kept, every other one of the older half is dropped (its block merges into
 // the previous one), so recent blocks stay fine and memory bounded.
 func (d *Detector) blkAdd(p Point, x float64) {
-	if d.bCount == 0 {
-		if len(d.blk) == cap(d.blk) {
-			half := len(d.blk) / 2
+	if d.blockFill == 0 {
+		if len(d.blocks) == cap(d.blocks) {
+			half := len(d.blocks) / 2
 			k := 0
 			for i := 0; i < half; i += 2 {
-				d.blk[k] = d.blk[i]
+				d.blocks[k] = d.blocks[i]
 				k++
 			}
-			k += copy(d.blk[k:], d.blk[half:])
-			d.blk = d.blk[:k]
+			k += copy(d.blocks[k:], d.blocks[half:])
+			d.blocks = d.blocks[:k]
 		}
-		d.blk = append(d.blk, block{first: p, n: d.cN, s: d.cS, s2: d.cS2})
+		d.blocks = append(d.blocks, block{first: p, n: d.sumN, s: d.sumX, s2: d.sumX2})
 	}
-	d.cN++
-	d.cS += x
-	d.cS2 += x * x
-	if d.bCount++; d.bCount == subBlock {
-		d.bCount = 0
+	d.sumN++
+	d.sumX += x
+	d.sumX2 += x * x
+	if d.blockFill++; d.blockFill == subBlock {
+		d.blockFill = 0
 	}
 }
 
 // blockAt returns the index of the first block that begins at or after
 // observation index i.
 func (d *Detector) blockAt(i int64) int {
-	lo, hi := 0, len(d.blk)
+	lo, hi := 0, len(d.blocks)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if d.blk[m].first.Index < i {
+		if d.blocks[m].first.Index < i {
 			lo = m + 1
 		} else {
 			hi = m
@@ -79,11 +79,11 @@ func (d *Detector) blockAt(i int64) int {
 // segmentation does with a likelihood ratio (Scott & Knott 1974).
 func (d *Detector) shift(from, after int64) (Point, bool) {
 	a := d.blockAt(from)
-	if a >= len(d.blk) {
+	if a >= len(d.blocks) {
 		return Point{}, false
 	}
-	b0 := &d.blk[a]
-	nT, sT, qT := d.cN-b0.n, d.cS-b0.s, d.cS2-b0.s2
+	b0 := &d.blocks[a]
+	nT, sT, qT := d.sumN-b0.n, d.sumX-b0.s, d.sumX2-b0.s2
 	minN := float64(d.cfg.ShiftMin)
 	if nT < 2*minN {
 		return Point{}, false
@@ -91,8 +91,8 @@ func (d *Detector) shift(from, after int64) (Point, bool) {
 	tol := d.cfg.MeanTolerance
 	best, bestZ := Point{}, d.cfg.ShiftZ
 	found := false
-	for c := max(a+1, d.blockAt(after)); c < len(d.blk); c++ {
-		bc := &d.blk[c]
+	for c := max(a+1, d.blockAt(after)); c < len(d.blocks); c++ {
+		bc := &d.blocks[c]
 		nL := bc.n - b0.n
 		if nL < minN {
 			continue

@@ -4,9 +4,9 @@ package detector
 
 // coldStep tracks the cold tail: the prefix of observations more than
 // cold_factor times slower than the current level, M = the median of the
-// last cold_confirm observations. The candidate end ce (the first
+// last cold_confirm observations. The candidate end coldCand (the first
 // observation that is not cold) only moves forward; the tail ends once
-// cold_confirm observations have followed ce. Comparing with a median, not
+// cold_confirm observations have followed coldCand. Comparing with a median, not
 // with single later values, keeps heavy-tailed noise from making a tail.
 func (d *Detector) coldStep(p Point, v float64) {
 	i := p.Index
@@ -20,35 +20,35 @@ func (d *Detector) coldStep(p Point, v float64) {
 			}
 		}
 		lim := d.cfg.ColdFactor * median(buf)
-		for d.ce <= i && (d.coldV[d.ce] > lim || !(d.coldV[d.ce] > 0)) {
-			d.ce++
+		for d.coldCand <= i && (d.coldV[d.coldCand] > lim || !(d.coldV[d.coldCand] > 0)) {
+			d.coldCand++
 		}
 	}
-	if i-d.ce+1 >= int64(d.cfg.ColdConfirm) || i+1 >= int64(d.cfg.ColdMax) {
+	if i-d.coldCand+1 >= int64(d.cfg.ColdConfirm) || i+1 >= int64(d.cfg.ColdMax) {
 		d.endCold(p)
 	}
 }
 
 func (d *Detector) endCold(at Point) {
-	ce := d.ce
-	if ce > at.Index {
-		ce = at.Index
+	end := d.coldCand
+	if end > at.Index {
+		end = at.Index
 	}
 	t := at.Time
-	if ce < coldBufSize {
-		t = d.coldT[ce]
+	if end < coldBufSize {
+		t = d.coldT[end]
 	}
-	d.coldEnd = Point{Index: ce, Time: t}
+	d.coldEnd = Point{Index: end, Time: t}
 	d.hasCold = true
 	// The cold observations belong to no window: restart the current window
 	// at cold_end, re-recording the buffered observations since then.
-	if ce < coldBufSize && at.Index < coldBufSize && d.wN > 0 && d.wFirst.Index <= ce {
+	if end < coldBufSize && at.Index < coldBufSize && d.wN > 0 && d.wFirst.Index <= end {
 		d.hist.Reset()
 		d.wSumSq = 0
 		d.wN = 0
 		d.sbN, d.wSub.n = 0, 0
-		d.blk, d.bCount, d.cN, d.cS, d.cS2 = d.blk[:0], 0, 0, 0, 0
-		for i := ce; i <= at.Index; i++ {
+		d.blocks, d.blockFill, d.sumN, d.sumX, d.sumX2 = d.blocks[:0], 0, 0, 0, 0
+		for i := end; i <= at.Index; i++ {
 			if v := d.coldV[i]; v > 0 {
 				x := v * d.scale
 				d.hist.Record(x)

@@ -14,8 +14,8 @@ const (
 	subBlock          = 5    // observations per sub-block (see refineStart)
 	maxSubs           = 10   // sub-blocks kept per window: its first 50 observations
 	maxBlocks         = 1024 // block boundaries kept for the shift scan
-	shiftRecent       = 4
-	shiftPoints       = 256 // see evalSteady    // steady state: shifts sought in the last 4*shift_min observations
+	shiftRecent       = 4    // steady state: shifts sought in the last 4*shift_min observations at every window (evalSteady)
+	shiftPoints       = 256  // and over the whole segment every k windows, k such that about 256 points are tested per window
 )
 
 // Detector tags a stream of observations as cold, warmup or steady.
@@ -28,10 +28,10 @@ const (
 type Detector struct {
 	cfg Config
 
-	n      int64
-	regime Regime
-	counts [3]int64
-	oor    int64
+	n          int64
+	regime     Regime
+	counts     [3]int64
+	outOfRange int64 // observations not positive and finite, or beyond the histogram's range
 
 	scale float64 // observation -> histogram units; 0 until the first valid value
 	hiX   float64
@@ -51,24 +51,24 @@ type Detector struct {
 	ring []winSum
 	subs []subBlocks // parallel to ring
 	// shift scan: block boundaries and running sums since the cold end
-	blk         []block
-	bCount      int
-	cN, cS, cS2 float64
-	cut         Point // where segment() found the last shift, if hasCut
-	hasCut      bool
-	scanFrom    int64 // steady state: shifts are sought from here on
-	pend        bool  // a shift was found at the last window close, at pendAt
-	pendAt      Point
-	scratch     []float64
-	diffs       []float64
+	blocks            []block
+	blockFill         int // observations in the newest block
+	sumN, sumX, sumX2 float64
+	cut               Point // where segment() found the last shift, if hasCut
+	hasCut            bool
+	scanFrom          int64 // steady state: shifts are sought from here on
+	shiftPending      bool  // a shift was found at the last window close, at shiftPendingAt
+	shiftPendingAt    Point
+	scratch           []float64
+	diffs             []float64
 
 	// cold tail
-	coldV   [coldBufSize]float64
-	coldT   [coldBufSize]int64
-	coldMed [maxColdConfirm]float64
-	ce      int64
-	coldEnd Point
-	hasCold bool
+	coldV    [coldBufSize]float64
+	coldT    [coldBufSize]int64
+	coldMed  [maxColdConfirm]float64
+	coldCand int64 // the candidate end of the cold tail: its first observation that is not cold
+	coldEnd  Point
+	hasCold  bool
 
 	floor Point // segments may not start before this (cold end, last relapse)
 
@@ -83,15 +83,15 @@ type Detector struct {
 	hasPrev bool
 	// with shift_z on: the last relapse (at window seq shiftSeq) awaits
 	// resumeAfterShift
-	shifted   bool
-	shiftSeq  int
-	relB      Point // where the shift of the last relapse began
-	prev      [3]monitor
-	prevStart Point
-	prevClass Class
-	class     Class
-	relapses  []Relapse
-	nRelapses int
+	shifted        bool
+	shiftSeq       int
+	relapseShiftAt Point // where the shift of the last relapse began
+	prev           [3]monitor
+	prevStart      Point
+	prevClass      Class
+	class          Class
+	relapses       []Relapse
+	nRelapses      int
 
 	svc svcState // the service method's state (service.go)
 }
@@ -112,7 +112,7 @@ func New(cfg Config) (*Detector, error) {
 		hiX:     hiX,
 		ring:    make([]winSum, 0, cfg.MaxWindows),
 		subs:    make([]subBlocks, 0, cfg.MaxWindows),
-		blk:     make([]block, 0, maxBlocks),
+		blocks:  make([]block, 0, maxBlocks),
 		scratch: make([]float64, max(cfg.MaxWindows, maxSubs*refineWindows)),
 		diffs:   make([]float64, 0, 2*cfg.StableWindows+2),
 	}
@@ -147,7 +147,7 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	d.n++
 	d.counts[r]++
 	if !(v > 0) || v > math.MaxFloat64 {
-		d.oor++
+		d.outOfRange++
 		return r
 	}
 	if d.scale == 0 {
@@ -157,7 +157,7 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	}
 	x := v * d.scale
 	if x < 1 || x > d.hiX {
-		d.oor++
+		d.outOfRange++
 	}
 	d.hist.Record(x)
 	d.wSumSq += x * x
@@ -200,7 +200,7 @@ func ptr(p Point) *Point { return &p }
 // Snapshot returns the online state.
 func (d *Detector) Snapshot() Snapshot {
 	s := Snapshot{
-		N: d.n, Regime: d.regime, Counts: d.counts, OutOfRange: d.oor,
+		N: d.n, Regime: d.regime, Counts: d.counts, OutOfRange: d.outOfRange,
 		Windows: d.seq, Class: d.class,
 	}
 	if d.hasCold {

@@ -6,20 +6,20 @@ package detector
 import "math"
 
 // sums returns the count, sum and sum of squares of the observations in
-// blocks [i, j) (j = len(blk): up to now).
+// blocks [i, j) (j = len(blocks): up to now).
 func (d *Detector) sums(i, j int) (n, s, q float64) {
-	a := &d.blk[i]
-	if j >= len(d.blk) {
-		return d.cN - a.n, d.cS - a.s, d.cS2 - a.s2
+	a := &d.blocks[i]
+	if j >= len(d.blocks) {
+		return d.sumN - a.n, d.sumX - a.s, d.sumX2 - a.s2
 	}
-	b := &d.blk[j]
+	b := &d.blocks[j]
 	return b.n - a.n, b.s - a.s, b.s2 - a.s2
 }
 
 // differ reports whether the means of blocks [i, j) and [k, l) differ by
 // the shift test (see shift).
 func (d *Detector) differ(i, j, k, l int) bool {
-	if i >= j || k >= l || j > len(d.blk) || k >= len(d.blk) {
+	if i >= j || k >= l || j > len(d.blocks) || k >= len(d.blocks) {
 		return false
 	}
 	nL, sL, qL := d.sums(i, j)

@@ -19,7 +19,7 @@ func (d *Detector) resumeAfterShift() bool {
 	if d.seq-d.shiftSeq < d.cfg.RelapseWindows {
 		return false
 	}
-	c := d.relB
+	c := d.relapseShiftAt
 	e := c
 	for range maxSplits {
 		x, ok := d.shift(e.Index, e.Index)
@@ -28,7 +28,7 @@ func (d *Detector) resumeAfterShift() bool {
 		}
 		e = x
 	}
-	p, q, now := d.blockAt(d.prevStart.Index), d.blockAt(c.Index), len(d.blk)
+	p, q, now := d.blockAt(d.prevStart.Index), d.blockAt(c.Index), len(d.blocks)
 	if d.differ(p, q, d.blockAt(e.Index), now) {
 		return false
 	}
@@ -137,14 +137,14 @@ func (d *Detector) evalSteady(w winSum) bool {
 		// becomes significant as the part after it grows.
 		after := max(d.steadyStart.Index, d.scanFrom)
 		a := d.blockAt(after)
-		if k := (len(d.blk) - a) / shiftPoints; k > 1 && d.seq%k != 0 {
+		if k := (len(d.blocks) - a) / shiftPoints; k > 1 && d.seq%k != 0 {
 			after = max(after, w.last.Index+1-int64(shiftRecent*d.cfg.ShiftMin))
 		}
-		if d.pend {
-			after = min(after, d.pendAt.Index)
+		if d.shiftPending {
+			after = min(after, d.shiftPendingAt.Index)
 		}
 		c, ok := d.shift(d.steadyStart.Index, after)
-		if ok && d.pend {
+		if ok && d.shiftPending {
 			// the recent observations' mean left the band, at two window
 			// closes in a row (hysteresis: a fluctuation that the next
 			// window dilutes is none): a new level, or a transient
@@ -152,7 +152,7 @@ func (d *Detector) evalSteady(w winSum) bool {
 			d.relapse(w, c, c, true)
 			return false
 		}
-		d.pend, d.pendAt = ok, c
+		d.shiftPending, d.shiftPendingAt = ok, c
 	}
 	if !alarm {
 		return stable
@@ -196,8 +196,8 @@ func (d *Detector) relapse(w winSum, b, floor Point, resumable bool) {
 	}
 	d.nRelapses++
 	d.hasPrev = resumable
-	d.pend = false
-	d.shifted, d.shiftSeq, d.relB = d.cfg.ShiftZ > 0 && d.cfg.MeanTolerance > 0, d.seq, b
+	d.shiftPending = false
+	d.shifted, d.shiftSeq, d.relapseShiftAt = d.cfg.ShiftZ > 0 && d.cfg.MeanTolerance > 0, d.seq, b
 	d.prev = d.mon
 	d.prevStart = d.steadyStart
 	d.prevClass = d.class
