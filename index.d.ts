@@ -57,6 +57,11 @@ export interface Distribution {
   min: number | null; mean: number | null; p50: number | null; p90: number | null;
   p95: number | null; p99: number | null; p99_9: number | null; max: number | null;
 }
+/** One detector's findings (an endpoint's, with scope 'endpoint'). */
+export interface Detection {
+  class: Class; cold_end: Point | null; steady_start: Point | null; declared_at: Point | null;
+  observations?: number; detector_relapses?: number; out_of_range?: number;
+}
 export interface ScenarioSummary {
   scope: string; input: string; regime: Regime; iterations: number; untagged: number;
   regimes: Record<Regime, Distribution>;
@@ -74,10 +79,17 @@ export interface ScenarioSummary {
   level_drift: number | null;
   relapses: number;
   cold_start: { duration_ms: number; iterations: number; excess_ms: number | null };
-  endpoints?: Record<string, object>;
+  /** The scenario detector's own counts (scope 'scenario', once it has seen an observation; absent with
+   * scope 'endpoint', where each endpoint has them): observations judged, its relapses, values it could not
+   * use (not positive and finite, or beyond its histogram's range). */
+  observations?: number; detector_relapses?: number; out_of_range?: number;
+  /** Per endpoint (scope 'endpoint'). */
+  endpoints?: Record<string, Detection>;
   /** Endpoint values beyond maxEndpoints, when there were any. */
   endpoint_limit?: { max: number; values: number; values_exact: boolean; requests: number; observations: number; examples: string[] };
   transitions: Array<{ endpoint: string; kind: string; from: Regime; to: Regime; index: number; boundary: number; elapsed_ms: number }>;
+  /** Transitions beyond the ones kept (the list is bounded). */
+  transitions_dropped: number;
   /** The settled view: the whole run re-segmented at test end (partial before it, or when the run was cut short). */
   settled: Settled;
 }
@@ -101,11 +113,20 @@ export interface Settled {
   online?: { steady_tagged: number; contamination: number; coverage: number; start_diff_ms: number | null };
   endpoints?: Record<string, Settled>;
 }
+/** One cell of the request breakdown; the percentiles (ms) are absent and error_rate null without requests. */
+export interface RequestRow {
+  scenario: string; phase: string; regime: Regime | ''; endpoint: string; protocol: 'http' | 'grpc';
+  count: number; errors: number; status_5xx: number; no_response: number; error_rate: number | null;
+  /** Requests that opened a new connection, the connect and TLS time they added, ms from the first request of
+   * the run to the last one (null when none). */
+  new_connections: number; connect_ms: number; tls_ms: number; last_new_connection_ms: number | null;
+  p50?: number; p90?: number; p95?: number; p99?: number; p99_9?: number; max?: number;
+}
 export interface Summary {
   run_started: string | null;
   scenarios: Record<string, ScenarioSummary>;
-  /** per scenario x phase x regime x endpoint: count, errors, percentiles, new connections */
-  requests: Array<Record<string, string | number | null>>;
+  /** per scenario x phase x regime x endpoint x protocol: count, errors, percentiles, new connections */
+  requests: RequestRow[];
   /** per phase: requests that opened new connections, their connect/TLS time, errors by regime */
   connection_cold_start: Record<string, Record<string, unknown>>;
   /** tracked metrics per phase: count, sum, last, max */

@@ -1,7 +1,6 @@
 package extension
 
 import (
-	"encoding/json"
 	"slices"
 	"sync"
 	"time"
@@ -270,8 +269,9 @@ func (b *breakdown) addTracked(s metrics.Sample) {
 	}
 }
 
-// requests lists the request cells, sorted, for the summary.
-func (b *breakdown) requests() []any {
+// requestReports are the request breakdown's rows, in the order of every
+// table of a run (results.CompareRequests).
+func (b *breakdown) requestReports() []*requestReport {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	keys := make([]breakdownKey, 0, len(b.cells))
@@ -281,28 +281,22 @@ func (b *breakdown) requests() []any {
 	slices.SortFunc(keys, func(a, c breakdownKey) int {
 		return results.CompareRequests(a.scenario, a.phase, a.endpoint, a.proto, a.regime, c.scenario, c.phase, c.endpoint, c.proto, c.regime)
 	})
-	out := make([]any, 0, len(keys))
+	out := make([]*requestReport, 0, len(keys))
 	for _, k := range keys {
 		c := b.cells[k]
-		row := map[string]any{
-			"scenario": k.scenario, "phase": k.phase, "regime": k.regime, "endpoint": k.endpoint, "protocol": k.proto,
-			"count": c.count, "errors": c.errors, "status_5xx": c.status5xx, "no_response": c.noResponse,
-			"error_rate":      nil,
-			"new_connections": c.newConns, "connect_ms": c.connectMs, "tls_ms": c.tlsMs,
-			"last_new_connection_ms": nil,
+		row := &requestReport{
+			Scenario: k.scenario, Phase: k.phase, Regime: k.regime, Endpoint: k.endpoint, Protocol: k.proto,
+			Count: c.count, Errors: c.errors, Status5xx: c.status5xx, NoResponse: c.noResponse,
+			NewConnections: c.newConns, ConnectMs: c.connectMs, TLSMs: c.tlsMs,
 		}
 		if c.count > 0 {
-			row["error_rate"] = float64(c.errors) / float64(c.count)
-			for _, q := range []struct {
-				name string
-				q    float64
-			}{{"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p99_9", 99.9}} {
-				row[q.name] = c.hist.Quantile(q.q)
-			}
-			row["max"] = c.hist.Max()
+			row.ErrorRate = ptrTo(float64(c.errors) / float64(c.count))
+			h := c.hist
+			row.P50, row.P90, row.P95 = ptrTo(h.Quantile(50)), ptrTo(h.Quantile(90)), ptrTo(h.Quantile(95))
+			row.P99, row.P999, row.Max = ptrTo(h.Quantile(99)), ptrTo(h.Quantile(99.9)), ptrTo(h.Max())
 		}
 		if !c.lastNewConn.IsZero() {
-			row["last_new_connection_ms"] = ms(c.lastNewConn.Sub(b.start))
+			row.LastNewConnectionMs = ptrTo(ms(c.lastNewConn.Sub(b.start)))
 		}
 		out = append(out, row)
 	}
@@ -312,8 +306,9 @@ func (b *breakdown) requests() []any {
 // connectionColdStart sums, per phase, the requests that opened a new
 // connection: how many, the connect and TLS time they added, and when the
 // last one happened (ms from the first request of the run).
-func (b *breakdown) connectionColdStart() map[string]any {
+func (b *breakdown) connectionColdStart() map[string]*results.ConnPhase {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	phases := map[string]*results.ConnPhase{}
 	for k, c := range b.cells {
 		p := phases[k.phase]
@@ -333,27 +328,18 @@ func (b *breakdown) connectionColdStart() map[string]any {
 		}
 		p.Add(cell)
 	}
-	b.mu.Unlock()
-	// JS reads the summary with the JSON field names (the model's tags)
-	out := map[string]any{}
-	for phase, p := range phases {
-		var row map[string]any
-		if raw, err := json.Marshal(p); err == nil && json.Unmarshal(raw, &row) == nil {
-			out[phase] = row
-		}
-	}
-	return out
+	return phases
 }
 
-// trackedSummary gives, per tracked metric and phase: count, sum, last, max.
-func (b *breakdown) trackedSummary() map[string]any {
+// trackedCells are the tracked metrics' figures per metric and phase.
+func (b *breakdown) trackedCells() map[string]map[string]*results.TrackedCell {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := map[string]any{}
+	out := map[string]map[string]*results.TrackedCell{}
 	for name, byPhase := range b.tracked {
-		m := map[string]any{}
+		m := map[string]*results.TrackedCell{}
 		for phase, c := range byPhase {
-			m[phase] = map[string]any{"type": c.kind.String(), "count": c.count, "sum": c.sum, "last": c.last, "max": c.max}
+			m[phase] = &results.TrackedCell{Type: c.kind.String(), Count: c.count, Sum: c.sum, Last: c.last, Max: c.max}
 		}
 		out[name] = m
 	}

@@ -50,6 +50,7 @@ import (
 	influxlog "github.com/influxdata/influxdb-client-go/v2/log"
 	"github.com/sirupsen/logrus"
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/metrics"
 	"go.k6.io/k6/v2/output"
 )
@@ -752,19 +753,10 @@ func addFloat(fields map[string]any, k string, v float64) {
 	}
 }
 
-// addNumber sets a field from a summary value (nil is skipped).
-func addNumber(fields map[string]any, k string, v any) {
-	switch x := v.(type) {
-	case float64:
-		addFloat(fields, k, x)
-	case int64:
-		fields[k] = x
-	case int:
-		fields[k] = int64(x)
-	case bool:
-		fields[k] = x
-	case string:
-		fields[k] = x
+// addFloatPtr sets a float field when v is set (and finite).
+func addFloatPtr(fields map[string]any, k string, v *float64) {
+	if v != nil {
+		addFloat(fields, k, *v)
 	}
 }
 
@@ -775,36 +767,37 @@ func addNumber(fields map[string]any, k string, v any) {
 func (o *influxOutput) summaryPoints(at time.Time) []*write.Point {
 	total, buffer, unacked := o.dropped()
 	var points []*write.Point
-	sum := o.rs.summary()
-	scenarios, _ := sum["scenarios"].(map[string]any)
-	names := make([]string, 0, len(scenarios))
-	for n := range scenarios {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		sc, _ := scenarios[name].(map[string]any)
-		common := map[string]any{"dropped_points": total}
-		for _, k := range []string{"iterations", "untagged", "ttss_ms", "declared_after_ms", "relapses", "steady", "class"} {
-			addNumber(common, k, sc[k])
+	rep := o.rs.report()
+	for _, name := range slices.Sorted(maps.Keys(rep.Scenarios)) {
+		sc := rep.Scenarios[name]
+		common := map[string]any{
+			"dropped_points": total, "iterations": sc.Iterations, "untagged": sc.Untagged,
+			"relapses": sc.Relapses, "steady": sc.Steady, "class": sc.Class,
+			"cold_start_iterations": sc.ColdStart.Iterations,
 		}
-		if cold, ok := sc["cold_start"].(map[string]any); ok {
-			addNumber(common, "cold_start_ms", cold["duration_ms"])
-			addNumber(common, "cold_start_iterations", cold["iterations"])
-			addNumber(common, "cold_start_excess_ms", cold["excess_ms"])
-		}
-		for _, k := range []string{"cold_end", "steady_start", "declared_at"} {
-			if p, ok := sc[k].(map[string]any); ok {
-				addNumber(common, k+"_index", p["index"])
-				addNumber(common, k+"_elapsed_ms", p["elapsed_ms"])
+		addFloat(common, "cold_start_ms", sc.ColdStart.DurationMs)
+		addFloatPtr(common, "ttss_ms", sc.TTSSMs)
+		addFloatPtr(common, "declared_after_ms", sc.DeclaredAfterMs)
+		addFloatPtr(common, "cold_start_excess_ms", sc.ColdStart.ExcessMs)
+		for _, p := range []struct {
+			name string
+			at   *results.Point
+		}{{"cold_end", sc.ColdEnd}, {"steady_start", sc.SteadyStart}, {"declared_at", sc.DeclaredAt}} {
+			if p.at != nil {
+				common[p.name+"_index"] = p.at.Index
+				addFloat(common, p.name+"_elapsed_ms", p.at.ElapsedMs)
 			}
 		}
-		regimes, _ := sc["regimes"].(map[string]any)
 		for _, r := range regimeNames {
-			d, _ := regimes[r].(map[string]any)
+			d := sc.Regimes[r]
 			fields := maps.Clone(common)
-			for _, k := range []string{"count", "sum_ms", "min", "mean", "p50", "p90", "p95", "p99", "p99_9", "max"} {
-				addNumber(fields, k, d[k])
+			fields["count"] = d.Count
+			addFloat(fields, "sum_ms", d.SumMs)
+			for _, f := range []struct {
+				name string
+				v    *float64
+			}{{"min", d.Min}, {"mean", d.Mean}, {"p50", d.P50}, {"p90", d.P90}, {"p95", d.P95}, {"p99", d.P99}, {"p99_9", d.P999}, {"max", d.Max}} {
+				addFloatPtr(fields, f.name, f.v)
 			}
 			points = append(points, write.NewPoint(measSummary,
 				map[string]string{"scenario": name, "regime": r}, fields, at))

@@ -356,8 +356,9 @@ func (mi *moduleInstance) current() (string, error) {
 	return detector.Regime(mi.rs.scenario(ss.Name).regime.Load()).String(), nil
 }
 
-// summary returns what the detectors found, per scenario, for handleSummary.
-func (mi *moduleInstance) summary() map[string]any {
+// summary returns what the detectors found, per scenario, for handleSummary
+// (an error, a bug, is thrown in JavaScript).
+func (mi *moduleInstance) summary() (map[string]any, error) {
 	return mi.rs.summary()
 }
 

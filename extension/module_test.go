@@ -116,7 +116,8 @@ func TestManyVUsRace(t *testing.T) {
 	}
 	require.EqualValues(t, vus*iters, total)
 
-	sum := root.rs.summary()
+	sum, err := root.rs.summary()
+	require.NoError(t, err)
 	sc := sum["scenarios"].(map[string]any)["load"].(map[string]any)
 	require.EqualValues(t, total, sc["iterations"])
 	regimes := sc["regimes"].(map[string]any)

@@ -213,26 +213,21 @@ var errNotAfterTest = errors.New("saveResults() must be called from handleSummar
 
 // buildRun assembles the run's results from the run state and the recorder.
 func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*results.Run, error) {
-	raw, err := json.Marshal(rs.summary())
-	if err != nil {
-		return nil, err
-	}
+	rep := rs.report()
 	run := results.NewRun()
-	var in struct {
-		results.Summary
-		RunStarted *string `json:"run_started"`
-	}
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nil, fmt.Errorf("reading the run's summary: %w", err)
-	}
 	s := run.Summary
-	s.Scenarios, s.Requests, s.ConnectionColdStart, s.Tracked = in.Scenarios, in.Requests, in.ConnectionColdStart, in.Tracked
-	if s.Scenarios == nil {
-		s.Scenarios = map[string]*results.Scenario{}
+	for name, sc := range rep.Scenarios {
+		res, err := sc.result()
+		if err != nil {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("scenario %s: %v", name, err))
+		}
+		s.Scenarios[name] = res
 	}
-	if s.ConnectionColdStart == nil {
-		s.ConnectionColdStart = map[string]*results.ConnPhase{}
+	s.Requests = make([]*results.RequestRow, 0, len(rep.Requests))
+	for _, row := range rep.Requests {
+		s.Requests = append(s.Requests, row.result())
 	}
+	s.ConnectionColdStart, s.Tracked = rep.ConnectionColdStart, rep.Tracked
 	rs.regimeHistograms(func(name string, rg detector.Regime, h *detector.Histogram) {
 		hs := run.Iter[name]
 		if hs == nil {
@@ -285,10 +280,8 @@ func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*result
 	}
 	s.Environment = env
 	switch {
-	case in.RunStarted != nil:
-		if t, err := time.Parse(time.RFC3339Nano, *in.RunStarted); err == nil {
-			s.Started = t
-		}
+	case rep.RunStarted != nil:
+		s.Started = *rep.RunStarted
 	case first > 0:
 		s.Started = time.UnixMilli(int64(first))
 	default:

@@ -100,11 +100,11 @@ func TestGateFrozenAtTestEnd(t *testing.T) {
 			Time: late.Add(time.Duration(i) * 2 * time.Millisecond), Value: 50})
 	}
 	st.mu.Lock()
-	sum := st.summary()
+	sum := st.report()
 	st.mu.Unlock()
-	require.Equal(t, true, sum["steady"])
-	require.EqualValues(t, 0, sum["relapses"])
-	require.EqualValues(t, 25_000, sum["iterations"], "late samples are counted")
+	require.Equal(t, true, sum.Steady)
+	require.EqualValues(t, 0, sum.Relapses)
+	require.EqualValues(t, 25_000, sum.Iterations, "late samples are counted")
 }
 
 // TestGateFraction: a steady state declared in the last part of the
@@ -132,10 +132,10 @@ func TestGateFraction(t *testing.T) {
 		require.Equal(t, want, gateSample(t, ch), "gateFraction %g", tc.fraction)
 		st := rs.scenario("load")
 		st.mu.Lock()
-		sum := st.summary()
+		sum := st.report()
 		st.mu.Unlock()
-		require.Equal(t, tc.held, sum["steady"])
-		f := sum["held_fraction"].(float64)
+		require.Equal(t, tc.held, sum.Steady)
+		f := sum.HeldFraction
 		require.Greater(t, f, 0.0)
 		require.Less(t, f, 0.5)
 		if !tc.held {
@@ -180,12 +180,12 @@ func TestGateLevelDrift(t *testing.T) {
 	require.Equal(t, 0.0, gateSample(t, ch))
 	st := rs.scenario("load")
 	st.mu.Lock()
-	sum := st.summary()
+	sum := st.report()
 	st.mu.Unlock()
-	require.Equal(t, false, sum["steady"])
-	require.Equal(t, "steady", sum["regime"])
-	require.GreaterOrEqual(t, sum["held_fraction"].(float64), 0.5, "held long enough: the level is what fails")
-	require.Greater(t, sum["level_drift"].(float64), 0.25)
+	require.Equal(t, false, sum.Steady)
+	require.Equal(t, "steady", sum.Regime)
+	require.GreaterOrEqual(t, sum.HeldFraction, 0.5, "held long enough: the level is what fails")
+	require.Greater(t, *sum.LevelDrift, 0.25)
 	require.Contains(t, hook.LastEntry().Message, "steady state was reached but not held to the end in load: its level drifted by +")
 
 	rs, ch, _ = gateRun(t, append(flatLevels(16, 5), flatLevels(16, 6.75)...), 0.5)
@@ -193,16 +193,16 @@ func TestGateLevelDrift(t *testing.T) {
 	require.Equal(t, 1.0, gateSample(t, ch), "a step that stays is no drift")
 	st = rs.scenario("load")
 	st.mu.Lock()
-	sum = st.summary()
+	sum = st.report()
 	st.mu.Unlock()
-	require.InDelta(t, 0.35, sum["level_drift"].(float64), 0.08)
+	require.InDelta(t, 0.35, *sum.LevelDrift, 0.08)
 
 	rs, ch, _ = gateRun(t, flatLevels(32, 5), 0.5)
 	rs.testEnd()
 	require.Equal(t, 1.0, gateSample(t, ch))
 	st = rs.scenario("load")
 	st.mu.Lock()
-	sum = st.summary()
+	sum = st.report()
 	st.mu.Unlock()
-	require.Less(t, math.Abs(sum["level_drift"].(float64)), 0.1)
+	require.Less(t, math.Abs(*sum.LevelDrift), 0.1)
 }

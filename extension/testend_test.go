@@ -65,13 +65,29 @@ func TestNoFalseEngineError(t *testing.T) {
 	}
 }
 
-// TestSettledMapNeverPanics: a settled view with a non-finite figure (a
-// bug: a NaN trend once made summary() panic in handleSummary and lose the
-// run's results) is handed to JavaScript as its error.
-func TestSettledMapNeverPanics(t *testing.T) {
+// TestSettledNaNNeverFailsTheReport: a settled view with a non-finite
+// figure (a bug: a NaN trend once made summary() panic in handleSummary and
+// lose the run's results) is handed to JavaScript as its error, and left
+// out of summary.json with a warning, while the rest of the report stands.
+func TestSettledNaNNeverFailsTheReport(t *testing.T) {
 	t.Parallel()
-	m := settledMap(&results.Settled{Trend: math.NaN()})
-	require.Contains(t, m["error"], "the settled view cannot be written")
-	m = settledMap(&results.Settled{Class: "flat"})
-	require.Equal(t, "flat", m["class"])
+	bad := &scenarioReport{detection: detection{Class: "flat"}, Regimes: map[string]*regimeDist{},
+		Settled: settledReport{&results.Settled{Trend: math.NaN()}}}
+	good := &scenarioReport{detection: detection{Class: "flat"}, Regimes: map[string]*regimeDist{},
+		Settled: settledReport{&results.Settled{Class: "flat"}}}
+	rep := &runReport{Scenarios: map[string]*scenarioReport{"bad": bad, "good": good}}
+	m, err := rep.js()
+	require.NoError(t, err)
+	scs := m["scenarios"].(map[string]any)
+	require.Contains(t, scs["bad"].(map[string]any)["settled"].(map[string]any)["error"], "the settled view cannot be written")
+	require.Equal(t, "flat", scs["bad"].(map[string]any)["class"])
+	require.Equal(t, "flat", scs["good"].(map[string]any)["settled"].(map[string]any)["class"])
+
+	res, err := bad.result()
+	require.ErrorContains(t, err, "the settled view cannot be written")
+	require.Nil(t, res.Settled)
+	require.Equal(t, "flat", res.Class)
+	res, err = good.result()
+	require.NoError(t, err)
+	require.Equal(t, "flat", res.Settled.Class)
 }
