@@ -34,6 +34,7 @@ func goldenRunState(t *testing.T) *runState {
 		[]byte(`{"track":["golden_items"],"scenarios":{"api":{"scope":"endpoint","input":"request","maxEndpoints":2}}}`))
 	require.NoError(t, err)
 	require.NoError(t, rs.setConfig(cfg))
+	rs.bd.setMaxEndpoints(func(scenario string) int { return cfg.forScenario(scenario).MaxEndpoints }) // as configure() does
 	it, req := reg.Get(iterationDurationMetric), reg.Get(httpReqDurationMetric)
 	load := rs.scenario("load")
 	load.mu.Lock()
