@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -216,8 +218,8 @@ func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*result
 	rep := rs.report()
 	run := results.NewRun()
 	s := run.Summary
-	for name, sc := range rep.Scenarios {
-		res, err := sc.result()
+	for _, name := range slices.Sorted(maps.Keys(rep.Scenarios)) {
+		res, err := rep.Scenarios[name].result()
 		if err != nil {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("scenario %s: %v", name, err))
 		}
