@@ -1,10 +1,14 @@
 // Package extension is the k6 side of xk6-regime: the k6/x/regime JS
 // module (per-iteration regime tags, steady-state detection, summary) and
-// the `k6 x regime` subcommand (offline tools) and the xk6-regime-influxdb
-// output. This file holds the registrations only.
+// the xk6-regime-influxdb output, and the registration of the `k6 x
+// regime` subcommand (internal/regimecli). This file holds the
+// registrations only.
 package extension
 
 import (
+	"github.com/spf13/cobra"
+	"github.com/xk6-regime/xk6-regime/internal/regimecli"
+	"go.k6.io/k6/v2/cmd/state"
 	"go.k6.io/k6/v2/js/modules"
 	"go.k6.io/k6/v2/output"
 	"go.k6.io/k6/v2/subcommand"
@@ -29,3 +33,6 @@ func init() {
 func newOutput(p output.Params) (output.Output, error) {
 	return newInfluxOutput(p, theModule.rs)
 }
+
+// newCommand builds `k6 x regime` (named, as newOutput is).
+func newCommand(gs *state.GlobalState) *cobra.Command { return regimecli.NewCommand(gs) }

@@ -1,4 +1,4 @@
-package extension
+package regimecli
 
 import (
 	"encoding/json"

@@ -1,4 +1,9 @@
-package extension
+// Package regimecli is `k6 x regime`, the offline tools of xk6-regime:
+// detect (CSV replay through the detector, internal/detectcli) and the
+// commands on results folders (merge, report, compare, gate, history,
+// profile). It knows nothing of a running test: the extension registers
+// it with k6.
+package regimecli
 
 import (
 	"github.com/spf13/cobra"
@@ -6,8 +11,8 @@ import (
 	"go.k6.io/k6/v2/cmd/state"
 )
 
-// newCommand builds `k6 x regime`, the offline tools of the extension.
-func newCommand(gs *state.GlobalState) *cobra.Command {
+// NewCommand builds `k6 x regime`, the offline tools of the extension.
+func NewCommand(gs *state.GlobalState) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "regime",
 		Short: "Steady-state tools of xk6-regime",

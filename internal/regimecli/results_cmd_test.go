@@ -1,4 +1,4 @@
-package extension
+package regimecli
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func runRegime(t *testing.T, args ...string) (int, string) {
 	gs := state.NewGlobalState(context.Background())
 	var out bytes.Buffer
 	gs.Stdout.Writer, gs.Stderr.Writer = &out, &out
-	cmd := newCommand(gs)
+	cmd := NewCommand(gs)
 	cmd.SetArgs(args)
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
