@@ -181,7 +181,7 @@ func (b *breakdown) cellOf(t *sampleTags, proto string, request bool) *requestCe
 func (b *breakdown) cell(k breakdownKey) *requestCell {
 	c := b.cells[k]
 	if c == nil {
-		h, err := detector.NewHistogram(0.001, 600_000, 2)
+		h, err := detector.NewHistogram(results.UnitMs, 600_000, 2) // ms, the unit of the results' histograms (copyHist)
 		if err != nil {
 			panic(err) // constant, valid arguments
 		}

@@ -178,8 +178,14 @@ func (b *breakdown) eachCell(fn func(k breakdownKey, c *requestCell)) {
 	}
 }
 
-// copyHist copies a detector histogram into a results distribution.
+// copyHist copies a detector histogram into a results distribution. The
+// two share the HDR counts as they are, so the detector histogram's unit
+// (its lowest value) must be the results' (results.UnitMs): the extension
+// makes every one it keeps so, and anything else is a bug.
 func copyHist(h *detector.Histogram) *results.Hist {
+	if h.Lowest() != results.UnitMs {
+		panic(fmt.Sprintf("copyHist: a histogram in units of %g ms, not the results' %g ms", h.Lowest(), results.UnitMs))
+	}
 	out := &results.Hist{H: hdrhistogram.Import(h.HDR().Export()), Count: h.Count(), MinMs: h.Min(), MaxMs: h.Max()}
 	out.SumMs = h.Mean() * float64(h.Count())
 	if h.Count() == 0 {

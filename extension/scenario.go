@@ -154,7 +154,7 @@ func newScenarioState(name string, cfg scenarioConfig) *scenarioState {
 // newDurationHistogram holds iteration durations in milliseconds, from 1 us
 // to 1 h with 3 significant digits.
 func newDurationHistogram() *detector.Histogram {
-	h, err := detector.NewHistogram(0.001, 3_600_000, 3)
+	h, err := detector.NewHistogram(results.UnitMs, 3_600_000, 3) // ms, the unit of the results' histograms (copyHist)
 	if err != nil {
 		panic(err) // constant, valid arguments
 	}
