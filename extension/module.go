@@ -180,33 +180,6 @@ func (mi *moduleInstance) tag(state *lib.State, cur *metrics.TagSet) {
 	mi.st, mi.lastRegime = st, r
 }
 
-// noteVU records, from a VU in a scenario, what the extension needs later:
-// k6's samples channel, the scenario names and start, and the scenario's tags.
-func (rs *runState) noteVU(state *lib.State, st *scenarioState, ss *lib.ScenarioState, cur *metrics.TagSet) {
-	if rs.samples.Load() == nil {
-		ch := state.Samples
-		if rs.samples.CompareAndSwap(nil, &ch) {
-			rs.mu.Lock()
-			for name := range state.Options.Scenarios {
-				rs.optionSc = append(rs.optionSc, name)
-			}
-			rs.mu.Unlock()
-		}
-	}
-	st.mu.Lock()
-	if st.start.IsZero() {
-		st.start = ss.StartTime
-	}
-	if st.baseTags == nil {
-		tags := cur
-		for _, k := range []string{"vu", "iter", "group", regimeTag} {
-			tags = tags.Without(k)
-		}
-		st.baseTags = tags
-	}
-	st.mu.Unlock()
-}
-
 // configure(options, settings) validates and installs the detection
 // settings. It must run in the init context, where a bad setting stops k6
 // before the test starts.

@@ -12,6 +12,7 @@ import (
 	"github.com/xk6-regime/xk6-regime/detector"
 	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/js/common"
+	"go.k6.io/k6/v2/lib"
 	"go.k6.io/k6/v2/metrics"
 )
 
@@ -380,39 +381,6 @@ func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
 	}
 }
 
-// account adds a finished iteration to the distribution of the regime it
-// was tagged with. Callers hold st.mu.
-func (st *scenarioState) account(s metrics.Sample, tags *sampleTags) (index int64, regime string) {
-	index = st.tagged[0].count + st.tagged[1].count + st.tagged[2].count + st.untagged
-	t := s.Time
-	if st.firstSeen.IsZero() || t.Before(st.firstSeen) {
-		st.firstSeen = t.Add(-time.Duration(s.Value * float64(time.Millisecond)))
-	}
-	if t.After(st.lastSeen) {
-		st.lastSeen = t
-	}
-	tag, ok := tags.regime, tags.hasRegime
-	st.recordIteration(t, s.Value, ok && tag == "steady")
-	if !ok {
-		st.untagged++
-		return index, ""
-	}
-	r, ok := detector.LookupRegime(tag)
-	if !ok {
-		st.untagged++
-		return index, tag
-	}
-	rg := &st.tagged[r]
-	rg.count++
-	rg.sumMs += s.Value
-	rg.hist.Record(s.Value)
-	if r == detector.Cold {
-		st.coldCount++
-		st.coldSumMs += s.Value
-	}
-	return index, tag
-}
-
 // regimeHistograms calls fn, with the scenario's lock held, for each
 // scenario and regime with the histogram of its iteration durations (ms).
 // fn must not keep h; copy or merge it.
@@ -425,24 +393,6 @@ func (rs *runState) regimeHistograms(fn func(scenario string, r detector.Regime,
 		}
 		st.mu.Unlock()
 	}
-}
-
-// observe feeds one value to an endpoint's detector and publishes the
-// scenario's regime for new iterations. Callers hold st.mu.
-func (st *scenarioState) observe(rs *runState, endpoint string, t time.Time, v float64) {
-	sc := st.lastScope
-	if sc == nil || st.lastEndpoint != endpoint {
-		var ok bool
-		if sc, ok = st.scopes[endpoint]; !ok {
-			sc = st.scopeFor(endpoint, rs.onTransition(st), func(ep string, w detector.Window) {
-				rs.eachObserver(func(o observer) { o.window(st.name, ep, w) })
-			})
-		}
-		st.lastEndpoint, st.lastScope = endpoint, sc
-	}
-	sc.det.Observe(t.UnixNano(), v)
-	st.recordObservation(sc, t, v)
-	st.regime.Store(int32(st.aggregateRegime()))
 }
 
 // onTransition returns the transition handler of a scenario's detectors.
@@ -496,36 +446,6 @@ func (rs *runState) onTransition(st *scenarioState) func(*endpointScope, detecto
 				scopeLabel(st.name, sc.name), t.To, t.At.Index, t.Kind, t.Boundary.Index)
 		}
 	}
-}
-
-// aggregateRegimeAfter is the scenario regime once sc's pending transition
-// to steady is applied (the detector updates its regime after the hook).
-func (st *scenarioState) aggregateRegimeAfter(changed *endpointScope) detector.Regime {
-	r := detector.Steady
-	for _, sc := range st.scopes {
-		if sc == changed {
-			continue
-		}
-		if cur := sc.det.Regime(); cur < r {
-			r = cur
-		}
-	}
-	return r
-}
-
-// latestSteadyStart is the time the last of the scenario's detectors became
-// steady (the retroactive steady_start), in Unix nanoseconds.
-func (st *scenarioState) latestSteadyStart(changed *endpointScope, t detector.Transition) int64 {
-	latest := t.Boundary.Time
-	for _, sc := range st.scopes {
-		if sc == changed {
-			continue
-		}
-		if ss := sc.det.Snapshot().SteadyStart; ss != nil && ss.Time > latest {
-			latest = ss.Time
-		}
-	}
-	return latest
 }
 
 func scopeLabel(scenario, endpoint string) string {
@@ -703,4 +623,31 @@ func (rs *runState) subscribeTestEnd(events common.Events) {
 			e.Done()
 		}
 	}()
+}
+
+// noteVU records, from a VU in a scenario, what the extension needs later:
+// k6's samples channel, the scenario names and start, and the scenario's tags.
+func (rs *runState) noteVU(state *lib.State, st *scenarioState, ss *lib.ScenarioState, cur *metrics.TagSet) {
+	if rs.samples.Load() == nil {
+		ch := state.Samples
+		if rs.samples.CompareAndSwap(nil, &ch) {
+			rs.mu.Lock()
+			for name := range state.Options.Scenarios {
+				rs.optionSc = append(rs.optionSc, name)
+			}
+			rs.mu.Unlock()
+		}
+	}
+	st.mu.Lock()
+	if st.start.IsZero() {
+		st.start = ss.StartTime
+	}
+	if st.baseTags == nil {
+		tags := cur
+		for _, k := range []string{"vu", "iter", "group", regimeTag} {
+			tags = tags.Without(k)
+		}
+		st.baseTags = tags
+	}
+	st.mu.Unlock()
 }
