@@ -222,20 +222,8 @@ var errNotAfterTest = errors.New("saveResults() must be called from handleSummar
 // buildRun assembles the run's results from the run state and the recorder.
 func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*results.Run, error) {
 	rep := rs.report()
-	run := results.NewRun()
+	run := runFromReport(rep)
 	s := run.Summary
-	for _, name := range slices.Sorted(maps.Keys(rep.Scenarios)) {
-		res, err := rep.Scenarios[name].result()
-		if err != nil {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("scenario %s: %v", name, err))
-		}
-		s.Scenarios[name] = res
-	}
-	s.Requests = make([]*results.RequestRow, 0, len(rep.Requests))
-	for _, row := range rep.Requests {
-		s.Requests = append(s.Requests, row.result())
-	}
-	s.ConnectionColdStart, s.Tracked = rep.ConnectionColdStart, rep.Tracked
 	rs.regimeHistograms(func(name string, rg detector.Regime, h *detector.Histogram) {
 		hs := run.Iter[name]
 		if hs == nil {
@@ -248,45 +236,8 @@ func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*result
 		row := &results.RequestRow{Scenario: k.scenario, Phase: k.phase, Regime: k.regime, Endpoint: k.endpoint, Protocol: k.proto}
 		run.Req[row.Key()] = copyHist(c.hist)
 	})
-
-	r.mu.Lock()
-	env := r.probe.Finish()
-	first, last := r.first, r.last
-	for name, sc := range r.scenarios {
-		if hs := run.Iter[name]; hs != nil {
-			for i := range 3 {
-				if hs[i] != nil {
-					hs[i].FirstMs, hs[i].LastMs = sc.first[i], sc.last[i]
-				}
-			}
-		}
-		if sum := s.Scenarios[name]; sum != nil && len(sc.transitions) > 0 {
-			sum.Transitions = append([]results.Transition(nil), sc.transitions...)
-		}
-		if sc.dropped > 0 {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("scenario %s: %d transitions beyond %d were not recorded", name, sc.dropped, maxRecordedTransitions))
-		}
-		run.Series[name] = &results.SeriesData{Points: sc.series.Points(), Info: sc.series.Info("")}
-	}
-	run.Windows = append([]results.WindowRow(nil), r.windows...)
-	s.Series.WindowsDropped = r.windowsDropped
-	s.Series.WindowsStride = max(r.windowStride, 1)
-	r.mu.Unlock()
-
-	for _, name := range s.SortedScenarios() {
-		l := s.Scenarios[name].EndpointLimit
-		if l == nil {
-			continue
-		}
-		at := ""
-		if !l.ValuesExact {
-			at = "at least "
-		}
-		s.Warnings = append(s.Warnings, fmt.Sprintf("scenario %s: %s%d endpoint values beyond maxEndpoints %d (e.g. %s): "+
-			"%d requests counted under endpoint %s, %d observations fed to its detector", name, at, l.Values, l.Max,
-			strings.Join(l.Examples, ", "), l.Requests, otherEndpoint, l.Observations))
-	}
-	s.Environment = env
+	first, last := r.addRecorded(run)
+	s.Warnings = append(s.Warnings, endpointLimitWarnings(s)...)
 	switch {
 	case rep.RunStarted != nil:
 		s.Started = *rep.RunStarted
@@ -309,6 +260,77 @@ func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*result
 	}
 	run.Finalize()
 	return run, nil
+}
+
+// runFromReport is a run whose summary holds the report's scenarios and
+// request figures (no histograms yet).
+func runFromReport(rep *runReport) *results.Run {
+	run := results.NewRun()
+	s := run.Summary
+	for _, name := range slices.Sorted(maps.Keys(rep.Scenarios)) {
+		res, err := rep.Scenarios[name].result()
+		if err != nil {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("scenario %s: %v", name, err))
+		}
+		s.Scenarios[name] = res
+	}
+	s.Requests = make([]*results.RequestRow, 0, len(rep.Requests))
+	for _, row := range rep.Requests {
+		s.Requests = append(s.Requests, row.result())
+	}
+	s.ConnectionColdStart, s.Tracked = rep.ConnectionColdStart, rep.Tracked
+	return run
+}
+
+// addRecorded adds what the recorder kept (the iterations' spans, the
+// transitions, the series, the windows, the environment) to run, and
+// returns the first start and last end of the iterations (Unix ms; 0 when
+// none).
+func (r *recorder) addRecorded(run *results.Run) (first, last float64) {
+	s := run.Summary
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.Environment = r.probe.Finish()
+	for _, name := range slices.Sorted(maps.Keys(r.scenarios)) {
+		sc := r.scenarios[name]
+		if hs := run.Iter[name]; hs != nil {
+			for i := range 3 {
+				if hs[i] != nil {
+					hs[i].FirstMs, hs[i].LastMs = sc.first[i], sc.last[i]
+				}
+			}
+		}
+		if sum := s.Scenarios[name]; sum != nil && len(sc.transitions) > 0 {
+			sum.Transitions = append([]results.Transition(nil), sc.transitions...)
+		}
+		if sc.dropped > 0 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("scenario %s: %d transitions beyond %d were not recorded", name, sc.dropped, maxRecordedTransitions))
+		}
+		run.Series[name] = &results.SeriesData{Points: sc.series.Points(), Info: sc.series.Info("")}
+	}
+	run.Windows = append([]results.WindowRow(nil), r.windows...)
+	s.Series.WindowsDropped = r.windowsDropped
+	s.Series.WindowsStride = max(r.windowStride, 1)
+	return r.first, r.last
+}
+
+// endpointLimitWarnings say, per scenario, what went beyond maxEndpoints.
+func endpointLimitWarnings(s *results.Summary) []string {
+	var out []string
+	for _, name := range s.SortedScenarios() {
+		l := s.Scenarios[name].EndpointLimit
+		if l == nil {
+			continue
+		}
+		at := ""
+		if !l.ValuesExact {
+			at = "at least "
+		}
+		out = append(out, fmt.Sprintf("scenario %s: %s%d endpoint values beyond maxEndpoints %d (e.g. %s): "+
+			"%d requests counted under endpoint %s, %d observations fed to its detector", name, at, l.Values, l.Max,
+			strings.Join(l.Examples, ", "), l.Requests, otherEndpoint, l.Observations))
+	}
+	return out
 }
 
 // save writes a new run folder under opts.Dir (named by a run ID that
