@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/xk6-regime/xk6-regime/internal/pgtest"
+	"github.com/xk6-regime/xk6-regime/test/pgtest"
 )
 
 // Service is a real server the harness starts for one run and stops after it.

@@ -26,7 +26,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xk6-regime/xk6-regime/internal/testbin"
+	"github.com/xk6-regime/xk6-regime/test/testbin"
 )
 
 // repoRoot is the module root.

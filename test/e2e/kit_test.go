@@ -18,8 +18,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xk6-regime/xk6-regime/internal/pgtest"
-	"github.com/xk6-regime/xk6-regime/internal/testbin"
+	"github.com/xk6-regime/xk6-regime/test/pgtest"
+	"github.com/xk6-regime/xk6-regime/test/testbin"
 )
 
 // demoBinary returns the demo service ($DEMO_BIN, or built once).

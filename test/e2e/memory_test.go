@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xk6-regime/xk6-regime/internal/results"
-	"github.com/xk6-regime/xk6-regime/internal/testbin"
+	"github.com/xk6-regime/xk6-regime/test/testbin"
 )
 
 // cardinalityScript makes one request per iteration, each with an endpoint

@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xk6-regime/xk6-regime/internal/testbin"
 	"github.com/xk6-regime/xk6-regime/live/harness"
+	"github.com/xk6-regime/xk6-regime/test/testbin"
 )
 
 func env(t *testing.T) *harness.Env {

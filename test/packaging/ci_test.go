@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xk6-regime/xk6-regime/internal/testbin"
+	"github.com/xk6-regime/xk6-regime/test/testbin"
 )
 
 const workflow = "examples/ci/github-actions.yml"

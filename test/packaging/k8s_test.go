@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	"github.com/xk6-regime/xk6-regime/internal/testbin"
+	"github.com/xk6-regime/xk6-regime/test/testbin"
 )
 
 // crdFile is k6-operator's TestRun CRD, shared beside the repository (see
