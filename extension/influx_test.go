@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	"github.com/stretchr/testify/require"
 	"github.com/xk6-regime/xk6-regime/detector"
-	"go.k6.io/k6/v2/metrics"
 	"go.k6.io/k6/v2/output"
 )
 
@@ -263,39 +261,6 @@ func (f *fakeInflux) written(prefix string) []string {
 		}
 	}
 	return out
-}
-
-// newTestRunState is a run state with its metrics registered, fed through
-// its real detection path.
-func newTestRunState(tb testing.TB) (*runState, *metrics.Registry) {
-	tb.Helper()
-	rs := newRunState()
-	rs.logger, _ = logtest.NewNullLogger()
-	reg := metrics.NewRegistry()
-	metrics.RegisterBuiltinMetrics(reg)
-	rs.registry = reg
-	require.NoError(tb, rs.registerMetrics(reg))
-	return rs, reg
-}
-
-// feedColdSteady ingests n iteration samples: a cold start, then steady.
-func feedColdSteady(rs *runState, reg *metrics.Registry, n int) {
-	m := reg.Get(iterationDurationMetric)
-	rng := rand.New(rand.NewPCG(3, 4))
-	base := influxTestNow
-	for i := range n {
-		v := 5 + rng.Float64()*0.5
-		regime := "steady"
-		if i < 40 {
-			v += 80 * math.Exp(-float64(i)/10)
-			regime = "cold"
-		}
-		tags := reg.RootTagSet().With("scenario", "load").With("regime", regime)
-		rs.ingest(sinkIteration, metrics.Sample{
-			TimeSeries: metrics.TimeSeries{Metric: m, Tags: tags},
-			Time:       base.Add(time.Duration(i) * 5 * time.Millisecond), Value: v,
-		})
-	}
 }
 
 func newTestInfluxOutput(t *testing.T, rs *runState, arg string, env map[string]string) (*influxOutput, *logtest.Hook) {
