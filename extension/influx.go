@@ -64,7 +64,7 @@ const (
 type influxEvent struct {
 	scenario, endpoint string
 	isWindow           bool
-	tr                 transitionRecord
+	tr                 TransitionRecord
 	w                  detector.Window
 }
 
@@ -73,7 +73,7 @@ type influxEvent struct {
 type influxOutput struct {
 	cfg    influxConfig
 	logger logrus.FieldLogger
-	rs     *runState
+	rs     *RunState
 	now    func() time.Time
 
 	events   chan influxEvent
@@ -96,10 +96,10 @@ type influxOutput struct {
 
 var (
 	_ output.Output = (*influxOutput)(nil)
-	_ observer      = (*influxOutput)(nil)
+	_ Observer      = (*influxOutput)(nil)
 )
 
-func newInfluxOutput(p output.Params, rs *runState) (*influxOutput, error) {
+func newInfluxOutput(p output.Params, rs *RunState) (*influxOutput, error) {
 	cfg, err := parseInfluxConfig(p.JSONConfig, p.Environment, p.ConfigArgument, p.ScriptOptions.RunTags, time.Now())
 	if err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func (o *influxOutput) Start() error {
 	go o.drainErrors(errs)
 	o.pumpDone = make(chan struct{})
 	go o.pump()
-	o.rs.addObserver(o)
+	o.rs.AddObserver(o)
 	msg := fmt.Sprintf("%s: writing regime transitions, detector windows and summaries to %s, testid %q",
 		influxOutputName, o.cfg.target(), o.cfg.TestID)
 	if o.cfg.TestIDAuto {
@@ -168,17 +168,17 @@ func (o *influxOutput) Start() error {
 // raw samples go through k6's own outputs.
 func (o *influxOutput) AddMetricSamples([]metrics.SampleContainer) {}
 
-// transition and window are the observer callbacks: copy, never block.
-func (o *influxOutput) transition(scenario string, t transitionRecord) {
+// Transition and Window are the observer callbacks: copy, never block.
+func (o *influxOutput) Transition(scenario string, t TransitionRecord) {
 	o.push(influxEvent{scenario: scenario, endpoint: t.Endpoint, tr: t})
 }
 
-func (o *influxOutput) window(scenario, endpoint string, w detector.Window) {
+func (o *influxOutput) Window(scenario, endpoint string, w detector.Window) {
 	o.push(influxEvent{scenario: scenario, endpoint: endpoint, isWindow: true, w: w})
 }
 
-// iteration is not written: raw samples go through k6's own influxdb output.
-func (o *influxOutput) iteration(string, int64, string, time.Time, float64) {}
+// Iteration is not written: raw samples go through k6's own influxdb output.
+func (o *influxOutput) Iteration(string, int64, string, time.Time, float64) {}
 
 func (o *influxOutput) push(e influxEvent) {
 	if o.stopping.Load() {
@@ -251,7 +251,7 @@ func (o *influxOutput) stop() {
 	if o.client == nil { // never started
 		return
 	}
-	o.rs.removeObserver(o)
+	o.rs.RemoveObserver(o)
 	o.stopping.Store(true)
 	close(o.quit)
 	done := make(chan struct{})
@@ -360,7 +360,7 @@ func addFloatPtr(fields map[string]any, k string, v *float64) {
 func (o *influxOutput) summaryPoints(at time.Time) []*write.Point {
 	total, buffer, unacked := o.dropped()
 	var points []*write.Point
-	rep := o.rs.report()
+	rep := o.rs.Report()
 	for _, name := range slices.Sorted(maps.Keys(rep.Scenarios)) {
 		sc := rep.Scenarios[name]
 		common := map[string]any{

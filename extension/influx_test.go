@@ -263,7 +263,7 @@ func (f *fakeInflux) written(prefix string) []string {
 	return out
 }
 
-func newTestInfluxOutput(t *testing.T, rs *runState, arg string, env map[string]string) (*influxOutput, *logtest.Hook) {
+func newTestInfluxOutput(t *testing.T, rs *RunState, arg string, env map[string]string) (*influxOutput, *logtest.Hook) {
 	t.Helper()
 	logger, hook := logtest.NewNullLogger()
 	logger.SetLevel(logrus.DebugLevel)
@@ -351,7 +351,7 @@ func TestInfluxOutputNeverBlocks(t *testing.T) {
 	begin := time.Now()
 	for i := range n {
 		w.Seq, w.Last.Time = i, int64(i)
-		rs.eachObserver(func(ob observer) { ob.window("load", "", w) })
+		rs.eachObserver(func(ob Observer) { ob.Window("load", "", w) })
 	}
 	perCall := time.Since(begin) / n
 	require.Less(t, perCall, 50*time.Microsecond, "observer calls must not wait for InfluxDB")
@@ -373,8 +373,8 @@ func TestInfluxOutputNeverBlocks(t *testing.T) {
 	}
 	require.True(t, warned, "no drop report in %v", hook.AllEntries())
 	// a late callback is counted, not written
-	rs.eachObserver(func(ob observer) { ob.window("load", "", w) })
-	o.window("load", "", w)
+	rs.eachObserver(func(ob Observer) { ob.Window("load", "", w) })
+	o.Window("load", "", w)
 	require.Equal(t, int64(1), o.droppedLate.Load())
 }
 

@@ -16,7 +16,7 @@ import (
 
 // theModule is the process's k6/x/regime module; outputs and subcommands
 // registered by this package reach the run state through it.
-var theModule = newRootModule()
+var theModule = NewRootModule()
 
 func init() {
 	modules.Register("k6/x/regime", theModule)

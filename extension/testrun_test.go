@@ -16,7 +16,7 @@ import (
 
 // newTestRunState is a run state with its metrics registered, fed through
 // its real detection path.
-func newTestRunState(tb testing.TB) (*runState, *metrics.Registry) {
+func newTestRunState(tb testing.TB) (*RunState, *metrics.Registry) {
 	tb.Helper()
 	rs := newRunState()
 	rs.logger, _ = logtest.NewNullLogger()
@@ -28,7 +28,7 @@ func newTestRunState(tb testing.TB) (*runState, *metrics.Registry) {
 }
 
 // feedColdSteady ingests n iteration samples: a cold start, then steady.
-func feedColdSteady(rs *runState, reg *metrics.Registry, n int) {
+func feedColdSteady(rs *RunState, reg *metrics.Registry, n int) {
 	m := reg.Get(iterationDurationMetric)
 	rng := rand.New(rand.NewPCG(3, 4))
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -51,7 +51,7 @@ func feedColdSteady(rs *runState, reg *metrics.Registry, n int) {
 // two scenarios: "load" judges iterations (a cold start, then steady),
 // "api" judges requests per endpoint (one endpoint warms up, one is flat,
 // one fails now and then), with TestEnd run.
-func goldenRunState(t *testing.T) *runState {
+func goldenRunState(t *testing.T) *RunState {
 	t.Helper()
 	rs, reg := newTestRunState(t)
 	tracked, err := reg.NewMetric("golden_items", metrics.Counter)
