@@ -15,9 +15,9 @@ var regimeNames = detector.RegimeNames()
 // RunState.Report, and read three ways: handed to JavaScript as its JSON
 // (summary(), typed by index.d.ts: TestIndexTypesMatchReport keeps the
 // two together), turned into summary.json (recorder.buildRun) and written
-// to InfluxDB (influxOutput.summaryPoints). The types the InfluxDB output
-// reads are exported (ScenarioReport, Detection, RegimeDist); the others
-// are reached through its fields only.
+// to InfluxDB (internal/influxdb's SummaryPoints). The types the InfluxDB
+// output reads are exported (ScenarioReport, Detection, RegimeDist); the
+// others are reached through its fields only.
 type RunReport struct {
 	RunStarted                *time.Time                                 `json:"run_started"` // the earliest scenario start, UTC; nil before any
 	Requests                  []*requestReport                           `json:"requests"`

@@ -1,4 +1,7 @@
-package extension
+package extension_test
+
+// An external test: the InfluxDB summary points come from internal/influxdb,
+// which imports this package (export_test.go gives it the run state).
 
 import (
 	"crypto/sha256"
@@ -13,6 +16,8 @@ import (
 	"github.com/influxdata/influxdb-client-go/v2/api/write"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xk6-regime/xk6-regime/extension"
+	"github.com/xk6-regime/xk6-regime/internal/influxdb"
 	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
@@ -23,7 +28,7 @@ var updateReportGolden = flag.Bool("update-report", false, "rewrite testdata/rep
 // points, by SHA-256, so that a refactor of how they are built shows any
 // change. Regenerate with -update-report after a deliberate change.
 func TestReportGolden(t *testing.T) {
-	rs := goldenRunState(t)
+	rs := extension.GoldenRunState(t)
 	var lines []string
 	add := func(name string, b []byte) {
 		lines = append(lines, fmt.Sprintf("%s %x", name, sha256.Sum256(b)))
@@ -32,7 +37,7 @@ func TestReportGolden(t *testing.T) {
 		}
 	}
 	// the JS summary, with its keys in order
-	sum, err := rs.summary()
+	sum, err := extension.Summary(rs)
 	require.NoError(t, err)
 	js, err := json.Marshal(sum)
 	require.NoError(t, err)
@@ -42,8 +47,7 @@ func TestReportGolden(t *testing.T) {
 	require.NoError(t, err)
 	add("summary.js.json", js)
 
-	rec := newRecorder(0)
-	run, err := rec.buildRun(rs, "golden", time.Unix(1_700_000_100, 0))
+	run, err := extension.BuildRun(rs, "golden", time.Unix(1_700_000_100, 0))
 	require.NoError(t, err)
 	run.Summary.RunID = "run"
 	run.Summary.Environment = results.Environment{}
@@ -51,9 +55,9 @@ func TestReportGolden(t *testing.T) {
 	require.NoError(t, err)
 	add("summary.json", sj)
 
-	o := &influxOutput{rs: rs}
+	// the points of an output that dropped and wrote nothing
 	var lp []string
-	for _, p := range o.summaryPoints(time.Unix(1_700_000_200, 0)) {
+	for _, p := range influxdb.SummaryPoints(rs.Report(), influxdb.Counts{}, time.Unix(1_700_000_200, 0)) {
 		lp = append(lp, write.PointToLineProtocol(p, time.Nanosecond))
 	}
 	add("influx.lp", []byte(strings.Join(lp, "")))
