@@ -123,7 +123,7 @@ prebuild: build build-demo
 .PHONY: test-short
 test-short:
 	$(NEED_GO)
-	$(GO) test -short -count=1 ./detector/... ./extension/... ./internal/...
+	$(GO) test -short -count=1 . ./detector/... ./extension/... ./internal/...
 
 ## fuzz: run every Go fuzz target for FUZZTIME each (default 60s); failing inputs land in testdata/fuzz/ (commit them)
 FUZZTIME ?= 60s

@@ -23,10 +23,10 @@ func TestIndexTypesMatchReport(t *testing.T) {
 	src, err := os.ReadFile("../index.d.ts")
 	require.NoError(t, err)
 	for iface, v := range map[string]any{
-		"Summary":         runReport{},
-		"ScenarioSummary": scenarioReport{},
-		"Distribution":    regimeDist{},
-		"Detection":       detection{},
+		"Summary":         RunReport{},
+		"ScenarioSummary": ScenarioReport{},
+		"Distribution":    RegimeDist{},
+		"Detection":       Detection{},
 		"RequestRow":      requestReport{},
 		"Point":           results.Point{},
 		"Settled":         results.Settled{},

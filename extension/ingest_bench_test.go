@@ -12,11 +12,11 @@ import (
 )
 
 // benchRun is a run state installed on a fresh registry, logging nowhere.
-func benchRun(b testing.TB) (*rootModule, *metrics.Registry, *metrics.BuiltinMetrics) {
+func benchRun(b testing.TB) (*RootModule, *metrics.Registry, *metrics.BuiltinMetrics) {
 	b.Helper()
 	registry := metrics.NewRegistry()
 	builtin := metrics.RegisterBuiltinMetrics(registry)
-	root := newRootModule()
+	root := NewRootModule()
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
 	require.NoError(b, root.rs.install(registry, logger, common.Events{}))

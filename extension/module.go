@@ -18,10 +18,11 @@ import (
 	"go.k6.io/k6/v2/metrics"
 )
 
-// rootModule is the k6/x/regime module; one per process, sharing the run
-// state between every VU and the handleSummary runtime.
-type rootModule struct {
-	rs  *runState
+// RootModule is the k6/x/regime module; one per process, sharing the run
+// state between every VU and the handleSummary runtime. Register it with
+// modules.Register; an output reaches the same run through Run.
+type RootModule struct {
+	rs  *RunState
 	rec *recorder // what saveResults writes
 	end *runEnd   // how the run ended
 
@@ -31,19 +32,25 @@ type rootModule struct {
 	cfgJSON string // settings of the first regime.configure() call
 }
 
-var _ modules.Module = (*rootModule)(nil)
+var _ modules.Module = (*RootModule)(nil)
 
-func newRootModule() *rootModule {
-	r := &rootModule{rs: newRunState(), rec: newRecorder(results.DefaultSeriesLimit), end: newRunEnd()}
-	r.rs.addObserver(r.rec)
+// NewRootModule returns a module with a run state of its own, observed by
+// its results writer (saveResults).
+func NewRootModule() *RootModule {
+	r := &RootModule{rs: newRunState(), rec: newRecorder(results.DefaultSeriesLimit), end: newRunEnd()}
+	r.rs.AddObserver(r.rec)
 	return r
 }
+
+// Run is the module's run state: what its JS functions read, and what an
+// output observes.
+func (r *RootModule) Run() *RunState { return r.rs }
 
 // moduleInstance is the module as seen by one VU (one JS runtime). It is
 // used only from that VU's goroutine.
 type moduleInstance struct {
-	root *rootModule
-	rs   *runState
+	root *RootModule
+	rs   *RunState
 	vu   modules.VU
 
 	iterValue sobek.Value // what the script reads as __ITER
@@ -62,7 +69,7 @@ var _ modules.Instance = (*moduleInstance)(nil)
 
 // NewModuleInstance is called by k6 for every JS runtime that imports
 // k6/x/regime: the init runtime, each VU, handleSummary's.
-func (r *rootModule) NewModuleInstance(vu modules.VU) modules.Instance {
+func (r *RootModule) NewModuleInstance(vu modules.VU) modules.Instance {
 	mi := &moduleInstance{root: r, rs: r.rs, vu: vu, iterValue: sobek.Undefined()}
 	if env := vu.InitEnv(); env != nil {
 		if err := r.rs.install(env.Registry, env.Logger, vu.Events()); err != nil {

@@ -19,7 +19,7 @@ type fakeVU struct {
 	state *lib.State
 }
 
-func newFakeVU(t *testing.T, root *rootModule, registry *metrics.Registry, samples chan metrics.SampleContainer, start time.Time) *fakeVU {
+func newFakeVU(t *testing.T, root *RootModule, registry *metrics.Registry, samples chan metrics.SampleContainer, start time.Time) *fakeVU {
 	t.Helper()
 	rt := modulestest.NewRuntime(t)
 	rt.VU.InitEnvField.Registry = registry
@@ -48,7 +48,7 @@ func TestManyVUsRace(t *testing.T) {
 	}
 	registry := metrics.NewRegistry()
 	builtin := metrics.RegisterBuiltinMetrics(registry)
-	root := newRootModule()
+	root := NewRootModule()
 	samples := make(chan metrics.SampleContainer, 1000)
 
 	// the engine: reads every sample, hands iteration_duration to the submetric sinks
@@ -178,7 +178,7 @@ func TestConfigureValidation(t *testing.T) {
 // a second call with other settings.
 func TestConfigureContext(t *testing.T) {
 	t.Parallel()
-	root := newRootModule()
+	root := NewRootModule()
 	rt := modulestest.NewRuntime(t)
 	mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
 	require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))

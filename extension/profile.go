@@ -61,7 +61,7 @@ func withPrior(c detector.Config, p results.Prior) detector.Config {
 // regime_profile_ttss, _p50 and _p99 (the run's figure / the profile's),
 // and regime_profile_checks (the figures compared: 0 when the run has none
 // to compare, so that a count>0 guard fails). Callers hold st.mu.
-func (rs *runState) profileChecks(st *scenarioState, now time.Time) ([]results.ProfileCheck, metrics.Samples) {
+func (rs *RunState) profileChecks(st *scenarioState, now time.Time) ([]results.ProfileCheck, metrics.Samples) {
 	cfg := rs.cfg.Load()
 	if cfg == nil || cfg.Profile == nil {
 		return nil, nil
@@ -98,7 +98,7 @@ func (rs *runState) profileChecks(st *scenarioState, now time.Time) ([]results.P
 }
 
 // scopeSample is a sample with the scenario's tags (and the endpoint's).
-func (rs *runState) scopeSample(m *metrics.Metric, st *scenarioState, endpoint string, t time.Time, v float64) metrics.Sample {
+func (rs *RunState) scopeSample(m *metrics.Metric, st *scenarioState, endpoint string, t time.Time, v float64) metrics.Sample {
 	s := rs.sample(m, st, t, v)
 	if endpoint != "" {
 		s.Tags = s.Tags.With(st.cfg.EndpointTag, endpoint)
@@ -108,7 +108,7 @@ func (rs *runState) scopeSample(m *metrics.Metric, st *scenarioState, endpoint s
 
 // profileUse is summary.json's profile: which profile judged the run, and
 // its checks (nil without a profile).
-func (rs *runState) profileUse() *results.ProfileUse {
+func (rs *RunState) profileUse() *results.ProfileUse {
 	cfg := rs.cfg.Load()
 	if cfg == nil || cfg.Profile == nil {
 		return nil

@@ -11,33 +11,35 @@ import (
 
 var regimeNames = detector.RegimeNames()
 
-// runReport is what the extension knows about a run: built once, by
-// runState.report, and read three ways: handed to JavaScript as its JSON
+// RunReport is what the extension knows about a run: built once, by
+// RunState.Report, and read three ways: handed to JavaScript as its JSON
 // (summary(), typed by index.d.ts: TestIndexTypesMatchReport keeps the
 // two together), turned into summary.json (recorder.buildRun) and written
-// to InfluxDB (influxOutput.summaryPoints).
-type runReport struct {
+// to InfluxDB (internal/influxdb's SummaryPoints). The types the InfluxDB
+// output reads are exported (ScenarioReport, Detection, RegimeDist); the
+// others are reached through its fields only.
+type RunReport struct {
 	RunStarted                *time.Time                                 `json:"run_started"` // the earliest scenario start, UTC; nil before any
 	Requests                  []*requestReport                           `json:"requests"`
 	ConnectionColdStart       map[string]*results.ConnPhase              `json:"connection_cold_start"`
 	Tracked                   map[string]map[string]*results.TrackedCell `json:"tracked"`
-	Scenarios                 map[string]*scenarioReport                 `json:"scenarios"`
+	Scenarios                 map[string]*ScenarioReport                 `json:"scenarios"`
 	DroppedSamples            int64                                      `json:"dropped_samples"`
 	IterationsWithoutScenario int64                                      `json:"iterations_without_scenario"`
 	Profile                   *results.ProfileUse                        `json:"profile"`
 }
 
-// scenarioReport is what the detectors found in one scenario: the regimes
+// ScenarioReport is what the detectors found in one scenario: the regimes
 // with their counts and percentiles (iteration duration, ms), the
 // boundaries, TTSS, the cold-start cost, the class, the relapses and the
 // settled view.
-type scenarioReport struct {
+type ScenarioReport struct {
 	Scope      string                 `json:"scope"`
 	Input      string                 `json:"input"`
 	Regime     string                 `json:"regime"` // at the moment of the report
 	Iterations int64                  `json:"iterations"`
 	Untagged   int64                  `json:"untagged"`
-	Regimes    map[string]*regimeDist `json:"regimes"`
+	Regimes    map[string]*RegimeDist `json:"regimes"`
 	Relapses   int64                  `json:"relapses"`
 	// TTSSMs and DeclaredAfterMs: nil until steady state was declared.
 	TTSSMs          *float64          `json:"ttss_ms"`
@@ -49,18 +51,18 @@ type scenarioReport struct {
 	ColdStart       results.ColdStart `json:"cold_start"`
 	// The scenario detector's findings (scope "scenario"); with scope
 	// "endpoint" Class is the worst of the endpoints' and the points are nil.
-	detection
-	Endpoints          map[string]*detection  `json:"endpoints,omitempty"`
+	Detection
+	Endpoints          map[string]*Detection  `json:"endpoints,omitempty"`
 	EndpointLimit      *results.EndpointLimit `json:"endpoint_limit,omitempty"`
 	Transitions        []transitionReport     `json:"transitions"`
 	TransitionsDropped int64                  `json:"transitions_dropped"`
 	Settled            settledReport          `json:"settled"`
 }
 
-// detection is one detector's findings, with times from the scenario start.
+// Detection is one detector's findings, with times from the scenario start.
 // The counts are nil where no single detector stands behind the figures
 // (scope "endpoint", at the scenario level).
-type detection struct {
+type Detection struct {
 	Class            string         `json:"class"`
 	Observations     *int64         `json:"observations,omitempty"`
 	ColdEnd          *results.Point `json:"cold_end"`
@@ -70,9 +72,9 @@ type detection struct {
 	OutOfRange       *int64         `json:"out_of_range,omitempty"`
 }
 
-// regimeDist is the iteration duration distribution of one regime (ms);
+// RegimeDist is the iteration duration distribution of one regime (ms);
 // the figures are nil without iterations.
-type regimeDist struct {
+type RegimeDist struct {
 	Count int64    `json:"count"`
 	SumMs float64  `json:"sum_ms"`
 	Min   *float64 `json:"min"`
@@ -139,7 +141,7 @@ func (s settledReport) MarshalJSON() ([]byte, error) {
 
 // js is the report as JavaScript reads it: its JSON, decoded (sobek would
 // name a struct's fields its own way, not by their JSON names).
-func (r *runReport) js() (map[string]any, error) {
+func (r *RunReport) js() (map[string]any, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("regime.summary(): the report cannot be written: %w", err)
@@ -151,14 +153,14 @@ func (r *runReport) js() (map[string]any, error) {
 	return m, nil
 }
 
-// report builds the run's report, per scenario; each scenario is read
-// under its own lock.
-func (rs *runState) report() *runReport {
-	r := &runReport{
+// Report builds the run's report, per scenario; each scenario is read
+// under its own lock. It is safe for concurrent use, during the run too.
+func (rs *RunState) Report() *RunReport {
+	r := &RunReport{
 		Requests:                  rs.bd.requestReports(),
 		ConnectionColdStart:       rs.bd.connectionColdStart(),
 		Tracked:                   rs.bd.trackedCells(),
-		Scenarios:                 map[string]*scenarioReport{},
+		Scenarios:                 map[string]*ScenarioReport{},
 		DroppedSamples:            rs.dropped.Load(),
 		IterationsWithoutScenario: rs.noScenarioTag.Load(),
 		Profile:                   rs.profileUse(),
@@ -191,19 +193,19 @@ func (rs *runState) report() *runReport {
 }
 
 // summary is the report as JavaScript reads it.
-func (rs *runState) summary() (map[string]any, error) { return rs.report().js() }
+func (rs *RunState) summary() (map[string]any, error) { return rs.Report().js() }
 
 // report of one scenario; callers hold st.mu.
-func (st *scenarioState) report() *scenarioReport {
+func (st *scenarioState) report() *ScenarioReport {
 	start := st.start
 	if start.IsZero() {
 		start = st.firstSeen
 	}
-	out := &scenarioReport{
+	out := &ScenarioReport{
 		Scope:              st.cfg.Scope,
 		Input:              st.cfg.Input,
 		Regime:             detector.Regime(st.regime.Load()).String(),
-		Regimes:            map[string]*regimeDist{},
+		Regimes:            map[string]*RegimeDist{},
 		Relapses:           st.relapses,
 		GateFraction:       st.cfg.GateFraction,
 		Transitions:        make([]transitionReport, 0, len(st.transitions)),
@@ -227,12 +229,12 @@ func (st *scenarioState) report() *scenarioReport {
 	out.ColdStart = st.coldStart()
 	out.Class = detector.Undecided.String()
 	if st.cfg.Scope == scopeEndpoint {
-		out.Endpoints = map[string]*detection{}
+		out.Endpoints = map[string]*Detection{}
 	}
 	for _, name := range st.endpointNames() {
 		d := detectionOf(st.scopes[name].det.Snapshot(), start)
 		if name == "" {
-			out.detection = *d
+			out.Detection = *d
 			continue
 		}
 		if out.Endpoints != nil {
@@ -276,7 +278,7 @@ func (st *scenarioState) coldStart() results.ColdStart {
 }
 
 // detectionOf describes one detector's findings, with elapsed times from start.
-func detectionOf(s detector.Snapshot, start time.Time) *detection {
+func detectionOf(s detector.Snapshot, start time.Time) *Detection {
 	point := func(p *detector.Point) *results.Point {
 		if p == nil {
 			return nil
@@ -284,7 +286,7 @@ func detectionOf(s detector.Snapshot, start time.Time) *detection {
 		return &results.Point{Index: p.Index, ElapsedMs: ms(time.Unix(0, p.Time).Sub(start))}
 	}
 	relapses := len(s.Relapses)
-	return &detection{
+	return &Detection{
 		Class:            s.Class.String(),
 		Observations:     ptrTo(s.N),
 		ColdEnd:          point(s.ColdEnd),
@@ -314,8 +316,8 @@ func worstClass(st *scenarioState) string {
 	return worst.String()
 }
 
-func distribution(rg *regimeStats) *regimeDist {
-	d := &regimeDist{Count: rg.count, SumMs: rg.sumMs}
+func distribution(rg *regimeStats) *RegimeDist {
+	d := &RegimeDist{Count: rg.count, SumMs: rg.sumMs}
 	if rg.count == 0 {
 		return d
 	}
@@ -335,7 +337,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // computed again from the histograms: results.Run.Finalize). A settled view
 // that cannot be written (a non-finite figure: a bug) is left out, with the
 // error.
-func (sc *scenarioReport) result() (*results.Scenario, error) {
+func (sc *ScenarioReport) result() (*results.Scenario, error) {
 	out := &results.Scenario{
 		Scope: sc.Scope, Input: sc.Input, Class: sc.Class, Regime: sc.Regime, Steady: sc.Steady,
 		HeldFraction: sc.HeldFraction, GateFraction: sc.GateFraction, LevelDrift: sc.LevelDrift,
@@ -366,7 +368,7 @@ func (sc *scenarioReport) result() (*results.Scenario, error) {
 	return out, nil
 }
 
-func (d *regimeDist) result() *results.Dist {
+func (d *RegimeDist) result() *results.Dist {
 	v := func(p *float64) float64 {
 		if p == nil {
 			return 0
@@ -385,7 +387,7 @@ func (r *requestReport) result() *results.RequestRow {
 		Status5xx: r.Status5xx, NoResponse: r.NoResponse, NewConnections: r.NewConnections,
 		ConnectMs: r.ConnectMs, TLSMs: r.TLSMs, LastNewConnectionMs: r.LastNewConnectionMs,
 	}
-	d := (&regimeDist{Count: r.Count, P50: r.P50, P90: r.P90, P95: r.P95, P99: r.P99, P999: r.P999, Max: r.Max}).result()
+	d := (&RegimeDist{Count: r.Count, P50: r.P50, P90: r.P90, P95: r.P95, P99: r.P99, P999: r.P999, Max: r.Max}).result()
 	d.Errors = r.Errors
 	row.Dist = *d
 	if r.ErrorRate != nil {

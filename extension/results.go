@@ -58,7 +58,7 @@ type recordedScenario struct {
 	dropped     int64
 }
 
-var _ observer = (*recorder)(nil)
+var _ Observer = (*recorder)(nil)
 
 func newRecorder(seriesLimit int) *recorder {
 	return &recorder{scenarios: map[string]*recordedScenario{}, probe: results.NewProbe(), seriesLimit: seriesLimit}
@@ -96,7 +96,7 @@ func regimeIndex(s string) uint8 {
 
 func unixMs(t time.Time) float64 { return float64(t.UnixNano()) / 1e6 }
 
-func (r *recorder) iteration(scenario string, index int64, regime string, end time.Time, ms float64) {
+func (r *recorder) Iteration(scenario string, index int64, regime string, end time.Time, ms float64) {
 	endMs := unixMs(end)
 	startMs := endMs - ms
 	ri := regimeIndex(regime)
@@ -117,7 +117,7 @@ func (r *recorder) iteration(scenario string, index int64, regime string, end ti
 	r.last = max(r.last, endMs)
 }
 
-func (r *recorder) window(scenario, endpoint string, w detector.Window) {
+func (r *recorder) Window(scenario, endpoint string, w detector.Window) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// a detector numbers its windows 0, 1, 2...: keeping the multiples
@@ -153,7 +153,7 @@ func (r *recorder) window(scenario, endpoint string, w detector.Window) {
 	})
 }
 
-func (r *recorder) transition(scenario string, t transitionRecord) {
+func (r *recorder) Transition(scenario string, t TransitionRecord) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sc := r.scenario(scenario)
@@ -220,8 +220,8 @@ var errNotAfterTest = errors.New("saveResults() must be called from handleSummar
 	"in setup(), the default function or teardown() the run's figures are not complete")
 
 // buildRun assembles the run's results from the run state and the recorder.
-func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*results.Run, error) {
-	rep := rs.report()
+func (r *recorder) buildRun(rs *RunState, testID string, now time.Time) (*results.Run, error) {
+	rep := rs.Report()
 	run := runFromReport(rep)
 	s := run.Summary
 	rs.regimeHistograms(func(name string, rg detector.Regime, h *detector.Histogram) {
@@ -264,7 +264,7 @@ func (r *recorder) buildRun(rs *runState, testID string, now time.Time) (*result
 
 // runFromReport is a run whose summary holds the report's scenarios and
 // request figures (no histograms yet).
-func runFromReport(rep *runReport) *results.Run {
+func runFromReport(rep *RunReport) *results.Run {
 	run := results.NewRun()
 	s := run.Summary
 	for _, name := range slices.Sorted(maps.Keys(rep.Scenarios)) {
@@ -336,7 +336,7 @@ func endpointLimitWarnings(s *results.Summary) []string {
 // save writes a new run folder under opts.Dir (named by a run ID that
 // cannot collide, written complete or not at all: results.Run.Save) and
 // returns its path; end says how the run ended.
-func (r *recorder) save(rs *runState, end *results.RunEnd, opts saveOptions) (string, *results.Run, error) {
+func (r *recorder) save(rs *RunState, end *results.RunEnd, opts saveOptions) (string, *results.Run, error) {
 	if opts.Dir == "" {
 		opts.Dir = "results"
 	}
@@ -379,7 +379,7 @@ func (r *recorder) save(rs *runState, end *results.RunEnd, opts saveOptions) (st
 }
 
 // resultsExports are the results functions of the JS API.
-func resultsExports(vu modules.VU, rs *runState, rec *recorder, end *runEnd) map[string]any {
+func resultsExports(vu modules.VU, rs *RunState, rec *recorder, end *runEnd) map[string]any {
 	return map[string]any{
 		"saveResults": func(opts sobek.Value) (string, error) { return saveResultsJS(vu, rs, rec, end, opts) },
 		"textSummary": func() (string, error) { return textSummaryJS(rs, rec) },
@@ -390,7 +390,7 @@ func resultsExports(vu modules.VU, rs *runState, rec *recorder, end *runEnd) map
 // thresholds, required}): it writes results/<run id>/ and returns that path.
 // It must be called from handleSummary (k6 runs it on interrupted runs too),
 // once the test has ended.
-func saveResultsJS(vu modules.VU, rs *runState, rec *recorder, end *runEnd, v sobek.Value) (string, error) {
+func saveResultsJS(vu modules.VU, rs *RunState, rec *recorder, end *runEnd, v sobek.Value) (string, error) {
 	if vu.State() == nil && vu.InitEnv() != nil {
 		return "", errors.New("saveResults() must be called after the test (in handleSummary), not in the init context")
 	}
@@ -420,7 +420,7 @@ func saveResultsJS(vu modules.VU, rs *runState, rec *recorder, end *runEnd, v so
 
 // textSummaryJS is textSummary(): the console regime table of the saved
 // results (or of the run so far when nothing was saved).
-func textSummaryJS(rs *runState, rec *recorder) (string, error) {
+func textSummaryJS(rs *RunState, rec *recorder) (string, error) {
 	rec.mu.Lock()
 	s := rec.saved
 	rec.mu.Unlock()

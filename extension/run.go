@@ -32,11 +32,13 @@ const (
 	eventTestEnd = 3
 )
 
-// runState is the extension's state for one k6 process (one test run).
+// RunState is the extension's state for one k6 process (one test run): the
+// run engine. Outside the package it offers only what an output needs:
+// AddObserver, RemoveObserver and Report.
 //
 // It is safe for concurrent use: VUs read scenario regimes lock-free; each
 // scenario has its own mutex; the map of scenarios has mu.
-type runState struct {
+type RunState struct {
 	cfg atomic.Pointer[config]
 
 	// the profile's checks made at TestEnd, for summary.json
@@ -65,7 +67,7 @@ type runState struct {
 	ended     atomic.Bool
 	dropped   atomic.Int64 // samples produced after the test ended
 
-	observers atomic.Pointer[[]observer]
+	observers atomic.Pointer[[]Observer]
 
 	ingested      atomic.Int64 // iteration samples seen by the detection sink
 	noScenarioTag atomic.Int64 // samples without the scenario tag
@@ -74,23 +76,26 @@ type runState struct {
 	engineOff atomic.Bool
 }
 
-// observer receives the detectors' events as they happen (an output, a
+// Observer receives the detectors' events as they happen (an output, the
 // results writer). Calls come from k6's metrics engine goroutine, or a VU in
 // regime.observe(), with the scenario's lock held: they must not block.
-type observer interface {
-	transition(scenario string, t transitionRecord)
-	window(scenario, endpoint string, w detector.Window)
-	// iteration: one finished iteration of a scenario, its 0-based index in
+type Observer interface {
+	// Transition: a regime change of a scenario (or of one of its endpoints).
+	Transition(scenario string, t TransitionRecord)
+	// Window: a detector window closed (endpoint "" for the scenario's).
+	Window(scenario, endpoint string, w detector.Window)
+	// Iteration: one finished iteration of a scenario, its 0-based index in
 	// the scenario (arrival order at the metrics engine), the regime it was
 	// tagged with ("" when untagged), its end time and duration in ms.
-	iteration(scenario string, index int64, regime string, end time.Time, ms float64)
+	Iteration(scenario string, index int64, regime string, end time.Time, ms float64)
 }
 
-// addObserver registers o; removeObserver unregisters it.
-func (rs *runState) addObserver(o observer) {
+// AddObserver registers o: from then on it receives the run's events.
+// RemoveObserver unregisters it. Both are safe for concurrent use.
+func (rs *RunState) AddObserver(o Observer) {
 	for {
 		old := rs.observers.Load()
-		var next []observer
+		var next []Observer
 		if old != nil {
 			next = append(next, *old...)
 		}
@@ -101,13 +106,14 @@ func (rs *runState) addObserver(o observer) {
 	}
 }
 
-func (rs *runState) removeObserver(o observer) {
+// RemoveObserver unregisters o; after it returns, o receives no more events.
+func (rs *RunState) RemoveObserver(o Observer) {
 	for {
 		old := rs.observers.Load()
 		if old == nil {
 			return
 		}
-		next := make([]observer, 0, len(*old))
+		next := make([]Observer, 0, len(*old))
 		for _, x := range *old {
 			if x != o {
 				next = append(next, x)
@@ -119,7 +125,7 @@ func (rs *runState) removeObserver(o observer) {
 	}
 }
 
-func (rs *runState) eachObserver(fn func(observer)) {
+func (rs *RunState) eachObserver(fn func(Observer)) {
 	if obs := rs.observers.Load(); obs != nil {
 		for _, o := range *obs {
 			fn(o)
@@ -145,15 +151,15 @@ type regimeMetrics struct {
 	settledErrors                                      *metrics.Metric // Gauge
 }
 
-func newRunState() *runState {
-	rs := &runState{scenarios: make(map[string]*scenarioState), logger: logrus.StandardLogger(), bd: newBreakdown()}
+func newRunState() *RunState {
+	rs := &RunState{scenarios: make(map[string]*scenarioState), logger: logrus.StandardLogger(), bd: newBreakdown()}
 	rs.cfg.Store(defaultConfig())
 	return rs
 }
 
 // install registers the metrics, the detection sink and the end-of-test
 // handler; it runs once per process, from the first VU's init context.
-func (rs *runState) install(registry *metrics.Registry, logger logrus.FieldLogger, events common.Events) error {
+func (rs *RunState) install(registry *metrics.Registry, logger logrus.FieldLogger, events common.Events) error {
 	var err error
 	rs.installOnce.Do(func() {
 		rs.registry = registry
@@ -182,7 +188,7 @@ func (rs *runState) install(registry *metrics.Registry, logger logrus.FieldLogge
 	return err
 }
 
-func (rs *runState) registerMetrics(r *metrics.Registry) error {
+func (rs *RunState) registerMetrics(r *metrics.Registry) error {
 	var err error
 	reg := func(name string, t metrics.MetricType, vt ...metrics.ValueType) *metrics.Metric {
 		if err != nil {
@@ -233,7 +239,7 @@ const (
 // shown: its metric is marked observed up front, so the engine does not add
 // it to the end-of-test summary, and it has no thresholds.
 type detectionSink struct {
-	rs   *runState
+	rs   *RunState
 	kind sinkKind
 }
 
@@ -248,7 +254,7 @@ func (d *detectionSink) IsEmpty() bool { return true }
 // attachSink hooks a detection sink onto a built-in metric. k6's metrics
 // engine adds every sample of a metric to each of its submetrics whose tags
 // the sample contains; an empty tag set matches every sample.
-func (rs *runState) attachSink(r *metrics.Registry, metricName string, kind sinkKind) error {
+func (rs *RunState) attachSink(r *metrics.Registry, metricName string, kind sinkKind) error {
 	parent := r.Get(metricName)
 	if parent == nil {
 		return fmt.Errorf("k6/x/regime: k6 has no %q metric to learn from", metricName)
@@ -274,7 +280,7 @@ func (rs *runState) attachSink(r *metrics.Registry, metricName string, kind sink
 // setConfig installs the configuration from regime.configure(); every VU's
 // init context calls it with the same script, so the first one wins and
 // the others must agree.
-func (rs *runState) setConfig(cfg *config) error {
+func (rs *RunState) setConfig(cfg *config) error {
 	if rs.registry != nil {
 		var missing []string
 		for _, name := range cfg.Track {
@@ -302,7 +308,7 @@ func (rs *runState) setConfig(cfg *config) error {
 }
 
 // scenario returns the state of a scenario, creating it on first use.
-func (rs *runState) scenario(name string) *scenarioState {
+func (rs *RunState) scenario(name string) *scenarioState {
 	rs.mu.RLock()
 	st := rs.scenarios[name]
 	rs.mu.RUnlock()
@@ -321,7 +327,7 @@ func (rs *runState) scenario(name string) *scenarioState {
 
 // ingest is called by k6's metrics engine goroutine for every sample of the
 // metrics the detection sinks are attached to, in batches every 50 ms.
-func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
+func (rs *RunState) ingest(kind sinkKind, s metrics.Sample) {
 	if kind == sinkTracked {
 		rs.bd.addTracked(s)
 		return
@@ -365,7 +371,7 @@ func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
 	if kind == sinkIteration {
 		rs.ingested.Add(1)
 		idx, tag := st.account(s, tags)
-		rs.eachObserver(func(o observer) { o.iteration(st.name, idx, tag, s.Time, s.Value) })
+		rs.eachObserver(func(o Observer) { o.Iteration(st.name, idx, tag, s.Time, s.Value) })
 		if st.cfg.Input == inputIteration && !st.frozen {
 			st.observe(rs, "", s.Time, s.Value)
 		}
@@ -384,7 +390,7 @@ func (rs *runState) ingest(kind sinkKind, s metrics.Sample) {
 // regimeHistograms calls fn, with the scenario's lock held, for each
 // scenario and regime with the histogram of its iteration durations (ms).
 // fn must not keep h; copy or merge it.
-func (rs *runState) regimeHistograms(fn func(scenario string, r detector.Regime, h *detector.Histogram)) {
+func (rs *RunState) regimeHistograms(fn func(scenario string, r detector.Regime, h *detector.Histogram)) {
 	for _, name := range rs.knownScenarios() {
 		st := rs.scenario(name)
 		st.mu.Lock()
@@ -397,14 +403,14 @@ func (rs *runState) regimeHistograms(fn func(scenario string, r detector.Regime,
 
 // onTransition returns the transition handler of a scenario's detectors.
 // It runs inside Observe, with st.mu held.
-func (rs *runState) onTransition(st *scenarioState) func(*endpointScope, detector.Transition) {
+func (rs *RunState) onTransition(st *scenarioState) func(*endpointScope, detector.Transition) {
 	return func(sc *endpointScope, t detector.Transition) {
 		start := st.start
 		if start.IsZero() {
 			start = st.firstSeen
 		}
 		at := time.Unix(0, t.At.Time)
-		rec := transitionRecord{
+		rec := TransitionRecord{
 			Endpoint: sc.name, Kind: t.Kind, From: t.From, To: t.To,
 			At: t.At, Boundary: t.Boundary, Elapsed: at.Sub(start),
 		}
@@ -413,7 +419,7 @@ func (rs *runState) onTransition(st *scenarioState) func(*endpointScope, detecto
 		} else {
 			st.droppedTransitions++
 		}
-		rs.eachObserver(func(o observer) { o.transition(st.name, rec) })
+		rs.eachObserver(func(o Observer) { o.Transition(st.name, rec) })
 		fields := logrus.Fields{
 			"scenario": st.name, "regime": t.To.String(), "iteration": t.At.Index,
 			"elapsed": rec.Elapsed.Round(time.Millisecond).String(),
@@ -456,7 +462,7 @@ func scopeLabel(scenario, endpoint string) string {
 }
 
 // sample builds one sample of a regime metric with the scenario's tags.
-func (rs *runState) sample(m *metrics.Metric, st *scenarioState, t time.Time, v float64) metrics.Sample {
+func (rs *RunState) sample(m *metrics.Metric, st *scenarioState, t time.Time, v float64) metrics.Sample {
 	tags := st.baseTags
 	if tags == nil {
 		tags = rs.registry.RootTagSet().With(scenarioTag, st.name)
@@ -466,7 +472,7 @@ func (rs *runState) sample(m *metrics.Metric, st *scenarioState, t time.Time, v 
 
 // enqueue queues a sample for the next VU that starts an iteration (k6's
 // samples channel may only be written from where k6 guarantees it is open).
-func (rs *runState) enqueue(s metrics.Sample) {
+func (rs *RunState) enqueue(s metrics.Sample) {
 	if rs.ended.Load() {
 		rs.dropped.Add(1)
 		return
@@ -479,7 +485,7 @@ func (rs *runState) enqueue(s metrics.Sample) {
 
 // flushPending sends the queued samples and the cold-start increments. It
 // runs on a VU goroutine at an iteration start, or at test end.
-func (rs *runState) flushPending(out chan<- metrics.SampleContainer) {
+func (rs *RunState) flushPending(out chan<- metrics.SampleContainer) {
 	if !rs.pending.CompareAndSwap(true, false) {
 		return
 	}
@@ -508,7 +514,7 @@ func (rs *runState) flushPending(out chan<- metrics.SampleContainer) {
 }
 
 // knownScenarios lists every scenario the run declared or saw, sorted.
-func (rs *runState) knownScenarios() []string {
+func (rs *RunState) knownScenarios() []string {
 	set := map[string]struct{}{}
 	for _, n := range rs.cfg.Load().Declared {
 		set[n] = struct{}{}
@@ -532,7 +538,7 @@ func (rs *runState) knownScenarios() []string {
 // testEnd pushes the steady gate of every scenario (1 when steady state was
 // reached and held to the end, 0 otherwise: never vacuous) while k6's
 // samples channel is still open, and logs the scenarios that never settled.
-func (rs *runState) testEnd() {
+func (rs *RunState) testEnd() {
 	out := rs.samples.Load()
 	if out == nil {
 		rs.logger.Error("regime: no iteration ran, so no scenario reached steady state; " +
@@ -607,7 +613,7 @@ func (rs *runState) testEnd() {
 
 // subscribeTestEnd runs testEnd when k6 emits its global TestEnd event. The
 // event's type is checked by name, since k6 may renumber its events.
-func (rs *runState) subscribeTestEnd(events common.Events) {
+func (rs *RunState) subscribeTestEnd(events common.Events) {
 	if events.Global == nil {
 		return
 	}
@@ -627,7 +633,7 @@ func (rs *runState) subscribeTestEnd(events common.Events) {
 
 // noteVU records, from a VU in a scenario, what the extension needs later:
 // k6's samples channel, the scenario names and start, and the scenario's tags.
-func (rs *runState) noteVU(state *lib.State, st *scenarioState, ss *lib.ScenarioState, cur *metrics.TagSet) {
+func (rs *RunState) noteVU(state *lib.State, st *scenarioState, ss *lib.ScenarioState, cur *metrics.TagSet) {
 	if rs.samples.Load() == nil {
 		ch := state.Samples
 		if rs.samples.CompareAndSwap(nil, &ch) {

@@ -80,7 +80,7 @@ func TestExitError(t *testing.T) {
 }
 
 // initVU is a module instance in an init context, with a registry.
-func initVU(t *testing.T, root *rootModule) (*modulestest.Runtime, *metrics.Registry) {
+func initVU(t *testing.T, root *RootModule) (*modulestest.Runtime, *metrics.Registry) {
 	t.Helper()
 	registry := metrics.NewRegistry()
 	metrics.RegisterBuiltinMetrics(registry)
@@ -93,7 +93,7 @@ func initVU(t *testing.T, root *rootModule) (*modulestest.Runtime, *metrics.Regi
 
 // handleSummaryVU is a module instance in a VU context outside any scenario,
 // as handleSummary, setup() and teardown() run.
-func handleSummaryVU(t *testing.T, root *rootModule) *modulestest.Runtime {
+func handleSummaryVU(t *testing.T, root *RootModule) *modulestest.Runtime {
 	t.Helper()
 	rt, registry := initVU(t, root)
 	rt.MoveToVUContext(&lib.State{Tags: lib.NewVUStateTags(registry.RootTagSet())})
@@ -102,7 +102,7 @@ func handleSummaryVU(t *testing.T, root *rootModule) *modulestest.Runtime {
 
 // scenarioVU is a module instance configured with settings (a JS object
 // literal), then in a VU context of scenario "load" with no regime tag yet.
-func scenarioVU(t *testing.T, root *rootModule, settings string) *modulestest.Runtime {
+func scenarioVU(t *testing.T, root *RootModule, settings string) *modulestest.Runtime {
 	t.Helper()
 	rt, registry := initVU(t, root)
 	_, err := rt.VU.Runtime().RunString(`regime.configure({scenarios: {load: {}}}, ` + settings + `)`)
@@ -117,7 +117,7 @@ func scenarioVU(t *testing.T, root *rootModule, settings string) *modulestest.Ru
 // context; current() outside a scenario iteration is an error, never "".
 func TestSaveResultsOnlyAfterTheTest(t *testing.T) {
 	t.Parallel()
-	root := newRootModule()
+	root := NewRootModule()
 	rt := handleSummaryVU(t, root)
 	dir := t.TempDir()
 	_, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q})`, dir))
@@ -139,7 +139,7 @@ func TestSaveResultsOnlyAfterTheTest(t *testing.T) {
 // current() gives its scenario's regime.
 func TestCurrentWithoutTag(t *testing.T) {
 	t.Parallel()
-	rt := scenarioVU(t, newRootModule(), `{tagging: 'off'}`)
+	rt := scenarioVU(t, NewRootModule(), `{tagging: 'off'}`)
 	v, err := rt.VU.Runtime().RunString(`regime.current()`)
 	require.NoError(t, err)
 	require.Equal(t, "cold", v.String())
@@ -148,7 +148,7 @@ func TestCurrentWithoutTag(t *testing.T) {
 // TestSaveResultsReservedNames: extra files may not replace the folder's own.
 func TestSaveResultsReservedNames(t *testing.T) {
 	t.Parallel()
-	root := newRootModule()
+	root := NewRootModule()
 	rt := handleSummaryVU(t, root)
 	root.rs.testEnd()
 	dir := t.TempDir()
@@ -165,7 +165,7 @@ func TestSaveResultsReservedNames(t *testing.T) {
 // same testid get two complete folders.
 func TestSaveResultsSameSecondSameTestID(t *testing.T) {
 	t.Parallel()
-	root := newRootModule()
+	root := NewRootModule()
 	rt := handleSummaryVU(t, root)
 	root.rs.testEnd()
 	dir := t.TempDir()
@@ -191,7 +191,7 @@ func TestSaveResultsSameSecondSameTestID(t *testing.T) {
 // interrupted at saveResults; k6's Exit event adds its exit status.
 func TestRunEndSignalAndExit(t *testing.T) {
 	t.Parallel()
-	root := newRootModule()
+	root := NewRootModule()
 	var ch chan<- os.Signal
 	root.end.notify = func(c chan<- os.Signal, _ ...os.Signal) { ch = c }
 	stopped := false
@@ -235,7 +235,7 @@ func TestRequiredSaveFailureExits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			root := newRootModule()
+			root := NewRootModule()
 			got := -1
 			root.end.exit = func(c int) { got = c }
 			rt := handleSummaryVU(t, root)
@@ -254,7 +254,7 @@ func TestRequiredSaveFailureExits(t *testing.T) {
 // detector's scale infinite, so no later value could ever be steady.
 func TestObserveRefusesUnscalableValues(t *testing.T) {
 	t.Parallel()
-	rt := scenarioVU(t, newRootModule(), `{input: 'observe', detector: {method: 'benchmark'}}`)
+	rt := scenarioVU(t, NewRootModule(), `{input: 'observe', detector: {method: 'benchmark'}}`)
 	_, err := rt.VU.Runtime().RunString(`regime.observe(5e-324)`)
 	require.ErrorContains(t, err, "5e-324 is below 1e-300")
 	_, err = rt.VU.Runtime().RunString(`for (let i = 0; i < 2000; i++) regime.observe(10 + (i % 7) / 10)`)
@@ -268,7 +268,7 @@ func TestObserveRefusesUnscalableValues(t *testing.T) {
 // k6 saw complete keeps the script's mark when k6's exit status is added.
 func TestScriptAbortedMarkSurvivesExit(t *testing.T) {
 	t.Parallel()
-	root := newRootModule()
+	root := NewRootModule()
 	rt := handleSummaryVU(t, root)
 	root.rs.testEnd()
 	v, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q, aborted: true})`, t.TempDir()))

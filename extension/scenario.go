@@ -24,8 +24,9 @@ type regimeStats struct {
 	hist  *detector.Histogram
 }
 
-// transitionRecord is one regime change of a scenario, as logged.
-type transitionRecord struct {
+// TransitionRecord is one regime change of a scenario, as logged and as
+// observers receive it.
+type TransitionRecord struct {
 	Endpoint string
 	Kind     string
 	From, To detector.Regime
@@ -72,7 +73,7 @@ type scenarioState struct {
 	declaredAfter           time.Duration // from start to the first declaration
 	ttssPushed              bool
 	relapses                int64
-	transitions             []transitionRecord
+	transitions             []TransitionRecord
 	droppedTransitions      int64
 
 	// observations of endpoints beyond cfg.MaxEndpoints, fed to the
@@ -286,13 +287,13 @@ func (st *scenarioState) account(s metrics.Sample, tags *sampleTags) (index int6
 
 // observe feeds one value to an endpoint's detector and publishes the
 // scenario's regime for new iterations. Callers hold st.mu.
-func (st *scenarioState) observe(rs *runState, endpoint string, t time.Time, v float64) {
+func (st *scenarioState) observe(rs *RunState, endpoint string, t time.Time, v float64) {
 	sc := st.lastScope
 	if sc == nil || st.lastEndpoint != endpoint {
 		var ok bool
 		if sc, ok = st.scopes[endpoint]; !ok {
 			sc = st.scopeFor(endpoint, rs.onTransition(st), func(ep string, w detector.Window) {
-				rs.eachObserver(func(o observer) { o.window(st.name, ep, w) })
+				rs.eachObserver(func(o Observer) { o.Window(st.name, ep, w) })
 			})
 		}
 		st.lastEndpoint, st.lastScope = endpoint, sc

@@ -29,7 +29,7 @@ func TestScopeDetectorsDropTheTrace(t *testing.T) {
 // gateRun feeds a scenario "load" one iteration every 2 ms from a series of
 // levels (one per second) through the detection sink, as k6's metrics
 // engine does, and returns the run state and the samples pushed.
-func gateRun(t *testing.T, levels []float64, gateFraction float64) (*runState, chan metrics.SampleContainer, *logtest.Hook) {
+func gateRun(t *testing.T, levels []float64, gateFraction float64) (*RunState, chan metrics.SampleContainer, *logtest.Hook) {
 	t.Helper()
 	registry := metrics.NewRegistry()
 	builtin := metrics.RegisterBuiltinMetrics(registry)

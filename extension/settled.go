@@ -213,7 +213,7 @@ func worseClass(a, b detector.Class) detector.Class {
 // and regime_settled_ttss (ms) and regime_settled_error_rate. The
 // scenario's carry its tags; each endpoint's add the endpoint tag, and come
 // first (see below).
-func (rs *runState) settledSamples(st *scenarioState, v *results.Settled, now time.Time) metrics.Samples {
+func (rs *RunState) settledSamples(st *scenarioState, v *results.Settled, now time.Time) metrics.Samples {
 	var out metrics.Samples
 	add := func(v *results.Settled, endpoint string) {
 		tags := st.baseTags

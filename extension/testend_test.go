@@ -42,7 +42,7 @@ func TestNoFalseEngineError(t *testing.T) {
 			rt.VU.InitEnvField.Logger = logger
 			rt.VU.InitEnvField.RuntimeOptions.SummaryMode = null.NewString(tc.mode, tc.mode != "")
 			rt.VU.InitEnvField.RuntimeOptions.NoThresholds = null.BoolFrom(tc.noThresholds)
-			root := newRootModule()
+			root := NewRootModule()
 			root.NewModuleInstance(rt.VU)
 			ch := make(chan metrics.SampleContainer, 100)
 			var out chan<- metrics.SampleContainer = ch
@@ -71,11 +71,11 @@ func TestNoFalseEngineError(t *testing.T) {
 // out of summary.json with a warning, while the rest of the report stands.
 func TestSettledNaNNeverFailsTheReport(t *testing.T) {
 	t.Parallel()
-	bad := &scenarioReport{detection: detection{Class: "flat"}, Regimes: map[string]*regimeDist{},
+	bad := &ScenarioReport{Detection: Detection{Class: "flat"}, Regimes: map[string]*RegimeDist{},
 		Settled: settledReport{&results.Settled{Trend: math.NaN()}}}
-	good := &scenarioReport{detection: detection{Class: "flat"}, Regimes: map[string]*regimeDist{},
+	good := &ScenarioReport{Detection: Detection{Class: "flat"}, Regimes: map[string]*RegimeDist{},
 		Settled: settledReport{&results.Settled{Class: "flat"}}}
-	rep := &runReport{Scenarios: map[string]*scenarioReport{"bad": bad, "good": good}}
+	rep := &RunReport{Scenarios: map[string]*ScenarioReport{"bad": bad, "good": good}}
 	m, err := rep.js()
 	require.NoError(t, err)
 	scs := m["scenarios"].(map[string]any)

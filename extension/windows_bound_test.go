@@ -23,7 +23,7 @@ func TestRecordedWindowsThinned(t *testing.T) {
 		seq := total[endpoint]
 		total[endpoint]++
 		at := t0 + int64(seq)*int64(time.Second)
-		r.window("load", endpoint, detector.Window{Seq: seq, First: detector.Point{Index: int64(seq) * 50, Time: at},
+		r.Window("load", endpoint, detector.Window{Seq: seq, First: detector.Point{Index: int64(seq) * 50, Time: at},
 			Last: detector.Point{Index: int64(seq)*50 + 49, Time: at + 999}, N: 50, Median: 1, Tail: 2})
 	}
 	for range 3*maxRecordedWindows/2 + 7 {

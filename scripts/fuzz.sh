@@ -18,7 +18,7 @@ targets=(
 	"./internal/results FuzzReadSeries"
 	"./internal/results FuzzParseBudgets"
 	"./extension FuzzParseConfig"
-	"./extension FuzzInfluxConfig"
+	"./internal/influxdb FuzzInfluxConfig"
 	"./demo FuzzHTTPHandlers"  # its own module: run from demo/
 )
 failed=0

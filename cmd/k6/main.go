@@ -6,7 +6,7 @@ package main
 import (
 	k6cmd "go.k6.io/k6/v2/cmd"
 
-	_ "github.com/xk6-regime/xk6-regime/extension"
+	_ "github.com/xk6-regime/xk6-regime" // the registrations (register.go)
 )
 
 func main() {

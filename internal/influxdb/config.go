@@ -1,4 +1,4 @@
-package extension
+package influxdb
 
 import (
 	"bytes"
@@ -14,25 +14,25 @@ import (
 	"time"
 )
 
-// The xk6-regime-influxdb output's settings (influx.go describes the
+// The xk6-regime-influxdb output's settings (the package doc describes the
 // output): their names, defaults and environment variables, and the layers
 // they come from, lowest precedence first: defaults, the JSON config,
 // K6_REGIME_INFLUXDB_* environment variables, the --out argument. Every
 // problem is reported at once, naming its source; a password or token is
 // never repeated in an error.
 
-const influxEnvPrefix = "K6_REGIME_INFLUXDB_"
+const envPrefix = "K6_REGIME_INFLUXDB_"
 
-// influxOption describes one setting: its name in JSON and in the --out
+// option describes one setting: its name in JSON and in the --out
 // query, its environment variable and its default.
-type influxOption struct {
+type option struct {
 	key    string
 	env    string
 	def    string
 	secret bool
 }
 
-var influxOptions = []influxOption{
+var options = []option{
 	{key: "url", env: "URL", def: "http://127.0.0.1:8086"},
 	{key: "org", env: "ORG"},
 	{key: "bucket", env: "BUCKET"},
@@ -52,18 +52,18 @@ var influxOptions = []influxOption{
 	{key: "stopTimeout", env: "STOP_TIMEOUT", def: "10s"},
 }
 
-func influxOptionByKey(key string) (influxOption, bool) {
-	for _, o := range influxOptions {
+func optionByKey(key string) (option, bool) {
+	for _, o := range options {
 		if o.key == key {
 			return o, true
 		}
 	}
-	return influxOption{}, false
+	return option{}, false
 }
 
-func influxKeys() string {
-	keys := make([]string, len(influxOptions))
-	for i, o := range influxOptions {
+func optionKeys() string {
+	keys := make([]string, len(options))
+	for i, o := range options {
 		keys[i] = o.key
 	}
 	return strings.Join(keys, ", ")
@@ -74,8 +74,8 @@ type rawSetting struct {
 	value, source string
 }
 
-// influxConfig is the validated configuration of the output.
-type influxConfig struct {
+// config is the validated configuration of the output.
+type config struct {
 	URL        string // scheme://host[:port][/prefix], no credentials
 	Org        string
 	Bucket     string // v2 bucket, or "database[/retention policy]" for 1.8
@@ -96,12 +96,12 @@ type influxConfig struct {
 	secrets []string // values to redact from every message
 }
 
-// parseInfluxConfig layers defaults, the JSON config, the environment and
+// parseConfig layers defaults, the JSON config, the environment and
 // the --out argument, then validates the result, reporting every problem.
 // runTags are the run's --tag values (testid defaults to tags.testid).
-func parseInfluxConfig(jsonConf json.RawMessage, env map[string]string, arg string, runTags map[string]string, now time.Time) (influxConfig, error) {
+func parseConfig(jsonConf json.RawMessage, env map[string]string, arg string, runTags map[string]string, now time.Time) (config, error) {
 	set := map[string]rawSetting{}
-	for _, o := range influxOptions {
+	for _, o := range options {
 		if o.def != "" {
 			set[o.key] = rawSetting{o.def, "default"}
 		}
@@ -111,16 +111,16 @@ func parseInfluxConfig(jsonConf json.RawMessage, env map[string]string, arg stri
 	errs = append(errs, layerEnv(set, env)...)
 	errs = append(errs, layerArg(set, arg)...)
 	if len(errs) > 0 {
-		return influxConfig{}, configError(errs)
+		return config{}, configError(errs)
 	}
 	if _, ok := set["testid"]; !ok {
 		if id := runTags["testid"]; id != "" {
 			set["testid"] = rawSetting{id, "--tag testid"}
 		}
 	}
-	cfg, errs := validateInfluxConfig(set, now)
+	cfg, errs := validateConfig(set, now)
 	if len(errs) > 0 {
-		return influxConfig{}, configError(errs)
+		return config{}, configError(errs)
 	}
 	return cfg, nil
 }
@@ -130,7 +130,7 @@ func configError(errs []error) error {
 	for i, e := range errs {
 		msgs[i] = "  - " + e.Error()
 	}
-	return fmt.Errorf("%s: invalid configuration:\n%s", influxOutputName, strings.Join(msgs, "\n"))
+	return fmt.Errorf("%s: invalid configuration:\n%s", Name, strings.Join(msgs, "\n"))
 }
 
 // layerJSON applies the JSON config: an object of the same keys as the
@@ -141,7 +141,7 @@ func layerJSON(set map[string]rawSetting, raw json.RawMessage) []error {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return []error{fmt.Errorf("JSON config (collectors.%s) must be an object: %w", influxOutputName, err)}
+		return []error{fmt.Errorf("JSON config (collectors.%s) must be an object: %w", Name, err)}
 	}
 	var errs []error
 	keys := make([]string, 0, len(m))
@@ -151,8 +151,8 @@ func layerJSON(set map[string]rawSetting, raw json.RawMessage) []error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		src := fmt.Sprintf("JSON config key %q", k)
-		if _, ok := influxOptionByKey(k); !ok {
-			errs = append(errs, fmt.Errorf("%s: unknown setting; valid keys: %s", src, influxKeys()))
+		if _, ok := optionByKey(k); !ok {
+			errs = append(errs, fmt.Errorf("%s: unknown setting; valid keys: %s", src, optionKeys()))
 			continue
 		}
 		var v any
@@ -197,23 +197,23 @@ func layerEnv(set map[string]rawSetting, env map[string]string) []error {
 	var errs []error
 	names := make([]string, 0)
 	for name := range env {
-		if strings.HasPrefix(name, influxEnvPrefix) {
+		if strings.HasPrefix(name, envPrefix) {
 			names = append(names, name)
 		}
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		suffix := strings.TrimPrefix(name, influxEnvPrefix)
-		i := slices.IndexFunc(influxOptions, func(o influxOption) bool { return o.env == suffix })
+		suffix := strings.TrimPrefix(name, envPrefix)
+		i := slices.IndexFunc(options, func(o option) bool { return o.env == suffix })
 		if i < 0 {
-			valid := make([]string, len(influxOptions))
-			for j, o := range influxOptions {
-				valid[j] = influxEnvPrefix + o.env
+			valid := make([]string, len(options))
+			for j, o := range options {
+				valid[j] = envPrefix + o.env
 			}
 			errs = append(errs, fmt.Errorf("unknown environment variable %s; valid ones: %s", name, strings.Join(valid, ", ")))
 			continue
 		}
-		o := influxOptions[i]
+		o := options[i]
 		if o.key == "url" {
 			errs = append(errs, layerURL(set, env[name], name, false)...)
 			continue
@@ -276,8 +276,8 @@ func layerURL(set map[string]rawSetting, raw, source string, withQuery bool) []e
 		sort.Strings(keys)
 		for _, k := range keys {
 			src := fmt.Sprintf("%s query parameter %q", source, k)
-			if _, ok := influxOptionByKey(k); !ok || k == "url" {
-				errs = append(errs, fmt.Errorf("%s: unknown setting; valid ones: %s", src, strings.TrimPrefix(influxKeys(), "url, ")))
+			if _, ok := optionByKey(k); !ok || k == "url" {
+				errs = append(errs, fmt.Errorf("%s: unknown setting; valid ones: %s", src, strings.TrimPrefix(optionKeys(), "url, ")))
 				continue
 			}
 			set[k] = rawSetting{q.Get(k), src}
@@ -293,10 +293,10 @@ func layerURL(set map[string]rawSetting, raw, source string, withQuery bool) []e
 	return errs
 }
 
-// validateInfluxConfig checks every setting and derives the write target.
-func validateInfluxConfig(set map[string]rawSetting, now time.Time) (influxConfig, []error) {
+// validateConfig checks every setting and derives the write target.
+func validateConfig(set map[string]rawSetting, now time.Time) (config, []error) {
 	r := &settingReader{set: set}
-	cfg := influxConfig{URL: r.get("url"), TestID: r.get("testid")}
+	cfg := config{URL: r.get("url"), TestID: r.get("testid")}
 	if cfg.URL == "" {
 		r.bad("url", "must be an http:// or https:// URL such as http://127.0.0.1:8086")
 	}
@@ -325,7 +325,7 @@ func (r *settingReader) get(k string) string { return r.set[k].value }
 // bad records that setting k is not what it must be (want); a secret's
 // value is not repeated.
 func (r *settingReader) bad(k, want string) {
-	o, _ := influxOptionByKey(k)
+	o, _ := optionByKey(k)
 	v := strconv.Quote(r.set[k].value)
 	if o.secret {
 		v = "[redacted]"
@@ -360,7 +360,7 @@ func (r *settingReader) durIn(k string, lo, hi time.Duration) time.Duration {
 }
 
 // limits reads the batching, buffer, timeout and retry settings.
-func (r *settingReader) limits(cfg *influxConfig) {
+func (r *settingReader) limits(cfg *config) {
 	cfg.FlushInterval = r.durIn("flushInterval", 10*time.Millisecond, time.Hour)
 	cfg.BatchSize = r.intIn("batchSize", 1, 100_000)
 	cfg.BufferLimit = r.intIn("bufferLimit", 1, 10_000_000)
@@ -381,7 +381,7 @@ func (r *settingReader) limits(cfg *influxConfig) {
 // bucket, org and token (InfluxDB 2.x), or database, retention policy and
 // username/password or token (InfluxDB 1.8, through its /api/v2/write
 // compatibility endpoint).
-func (r *settingReader) destination(cfg *influxConfig) {
+func (r *settingReader) destination(cfg *config) {
 	db, rp, bucket := r.get("database"), r.get("retentionPolicy"), r.get("bucket")
 	user, pass, token := r.get("username"), r.get("password"), r.get("token")
 	if bucket != "" { // InfluxDB 2.x
@@ -395,7 +395,7 @@ func (r *settingReader) destination(cfg *influxConfig) {
 			r.bad("username", "username/password are for InfluxDB 1.8 (database); InfluxDB 2.x needs token")
 		}
 		if r.get("org") == "" {
-			r.errs = append(r.errs, fmt.Errorf("org is required with bucket=%q (InfluxDB 2.x); set %sORG or ?org=", bucket, influxEnvPrefix))
+			r.errs = append(r.errs, fmt.Errorf("org is required with bucket=%q (InfluxDB 2.x); set %sORG or ?org=", bucket, envPrefix))
 		}
 		cfg.Org, cfg.Bucket, cfg.Token = r.get("org"), bucket, token
 		return
@@ -426,7 +426,7 @@ func (r *settingReader) destination(cfg *influxConfig) {
 }
 
 // redact removes the configured secrets from a message.
-func (c *influxConfig) redact(s string) string {
+func (c *config) redact(s string) string {
 	// longest first, so "user:password" goes before "password"
 	secrets := slices.Clone(c.secrets)
 	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
@@ -437,7 +437,7 @@ func (c *influxConfig) redact(s string) string {
 }
 
 // target describes where points go, without secrets.
-func (c *influxConfig) target() string {
+func (c *config) target() string {
 	if c.V1 {
 		return fmt.Sprintf("%s database/rp %q (InfluxDB 1.8 API)", c.URL, c.Bucket)
 	}

@@ -1,0 +1,113 @@
+package extension
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	logtest "github.com/sirupsen/logrus/hooks/test"
+	"github.com/stretchr/testify/require"
+	"go.k6.io/k6/v2/metrics"
+)
+
+// Run states fed through their real detection path, for the tests.
+
+// newTestRunState is a run state with its metrics registered, fed through
+// its real detection path.
+func newTestRunState(tb testing.TB) (*RunState, *metrics.Registry) {
+	tb.Helper()
+	rs := newRunState()
+	rs.logger, _ = logtest.NewNullLogger()
+	reg := metrics.NewRegistry()
+	metrics.RegisterBuiltinMetrics(reg)
+	rs.registry = reg
+	require.NoError(tb, rs.registerMetrics(reg))
+	return rs, reg
+}
+
+// feedColdSteady ingests n iteration samples: a cold start, then steady.
+func feedColdSteady(rs *RunState, reg *metrics.Registry, n int) {
+	m := reg.Get(iterationDurationMetric)
+	rng := rand.New(rand.NewPCG(3, 4))
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range n {
+		v := 5 + rng.Float64()*0.5
+		regime := "steady"
+		if i < 40 {
+			v += 80 * math.Exp(-float64(i)/10)
+			regime = "cold"
+		}
+		tags := reg.RootTagSet().With("scenario", "load").With("regime", regime)
+		rs.ingest(sinkIteration, metrics.Sample{
+			TimeSeries: metrics.TimeSeries{Metric: m, Tags: tags},
+			Time:       base.Add(time.Duration(i) * 5 * time.Millisecond), Value: v,
+		})
+	}
+}
+
+// goldenRunState is a run state fed through its real detection path with
+// two scenarios: "load" judges iterations (a cold start, then steady),
+// "api" judges requests per endpoint (one endpoint warms up, one is flat,
+// one fails now and then), with TestEnd run.
+func goldenRunState(t *testing.T) *RunState {
+	t.Helper()
+	rs, reg := newTestRunState(t)
+	tracked, err := reg.NewMetric("golden_items", metrics.Counter)
+	require.NoError(t, err)
+	cfg, err := parseConfig([]byte(`{"scenarios":{"load":{},"api":{},"idle":{}}}`),
+		[]byte(`{"track":["golden_items"],"scenarios":{"api":{"scope":"endpoint","input":"request","maxEndpoints":2}}}`))
+	require.NoError(t, err)
+	require.NoError(t, rs.setConfig(cfg))
+	rs.bd.setMaxEndpoints(func(scenario string) int { return cfg.forScenario(scenario).MaxEndpoints }) // as configure() does
+	it, req := reg.Get(iterationDurationMetric), reg.Get(httpReqDurationMetric)
+	load := rs.scenario("load")
+	load.mu.Lock()
+	load.start = time.Unix(1_699_999_999, 500_000_000) // as k6's scenario state gives it
+	load.mu.Unlock()
+	rs.scenario("idle") // declared, never ran
+	rng := rand.New(rand.NewPCG(11, 12))
+	base := time.Unix(1_700_000_000, 0)
+	for i := range 6000 {
+		at := base.Add(time.Duration(i) * 5 * time.Millisecond)
+		v := 5 + rng.Float64()*0.5
+		regime := "steady"
+		if i < 40 {
+			v += 80 * math.Exp(-float64(i)/10)
+			regime = "cold"
+		} else if i < 400 {
+			regime = "warmup"
+		}
+		tags := reg.RootTagSet().With("scenario", "load").With("regime", regime)
+		rs.ingest(sinkIteration, metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: it, Tags: tags}, Time: at, Value: v})
+		for k, ep := range []string{"/warm", "/flat", "/flaky"} {
+			w := 2 + rng.Float64()
+			if k == 0 {
+				w += 20 * math.Exp(-float64(i)/800)
+			}
+			status := "200"
+			if k == 2 && i%97 == 0 {
+				status = "500"
+			}
+			rt := reg.RootTagSet().With("scenario", "api").With("endpoint", ep).With("status", status).
+				With("expected_response", fmt.Sprint(status == "200")).With("method", "GET").With("name", ep)
+			rs.ingest(sinkHTTP, metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: req, Tags: rt}, Time: at, Value: w})
+		}
+		if i%50 == 0 {
+			for _, phase := range []string{"warmup", "gameplay"} {
+				tt := reg.RootTagSet().With("scenario", "load").With("phase", phase)
+				rs.ingest(sinkTracked, metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: tracked, Tags: tt}, Time: at, Value: float64(i % 7)})
+			}
+		}
+		if i%3 == 0 {
+			tags := reg.RootTagSet().With("scenario", "api").With("regime", regime)
+			rs.ingest(sinkIteration, metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: it, Tags: tags}, Time: at, Value: v * 3})
+		}
+	}
+	ch := make(chan metrics.SampleContainer, 1<<16)
+	var out chan<- metrics.SampleContainer = ch
+	rs.samples.Store(&out)
+	rs.testEnd()
+	return rs
+}
