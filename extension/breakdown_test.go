@@ -20,7 +20,7 @@ func TestBreakdownSetupTeardownRows(t *testing.T) {
 		root.With("group", "::setup"),
 		root.With("group", "::teardown"),
 		root.With("group", "::teardown"),
-		root.With("group", "").With("scenario", "load").With("phase", "gameplay").With(regimeTag, "steady"),
+		root.With("group", "").With("scenario", "load").With("phase", "gameplay").With(RegimeTag, "steady"),
 		root.With("group", "::custom"), // no scenario, not setup or teardown: kept as it is
 	} {
 		bd.addLatency(metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.HTTPReqDuration, Tags: tags}, Value: 2}, readSampleTags(tags), "http")
@@ -39,7 +39,7 @@ func TestBreakdownEndpointCap(t *testing.T) {
 	t.Parallel()
 	registry := metrics.NewRegistry()
 	builtin := metrics.RegisterBuiltinMetrics(registry)
-	root := registry.RootTagSet().With("scenario", "load").With("status", "200").With(regimeTag, "steady")
+	root := registry.RootTagSet().With("scenario", "load").With("status", "200").With(RegimeTag, "steady")
 	// each tag set read afresh, and through the run's cache (which keeps
 	// the row of a tag set whose endpoint has its own): the same rows
 	var cache tagCache

@@ -14,9 +14,9 @@ import (
 
 // Tagging modes: how iterations get their regime tag.
 const (
-	taggingAuto = "auto" // every iteration, from the hook k6 calls at each iteration start
-	taggingWrap = "wrap" // only iterations of functions passed through regime.wrap()
-	taggingOff  = "off"  // no tag; detection and summary still run
+	TaggingAuto = "auto" // every iteration, from the hook k6 calls at each iteration start
+	TaggingWrap = "wrap" // only iterations of functions passed through regime.wrap()
+	TaggingOff  = "off"  // no tag; detection and summary still run
 )
 
 // Detection scopes: which samples feed one detector.
@@ -33,7 +33,7 @@ const (
 )
 
 var (
-	validTagging = []string{taggingAuto, taggingWrap, taggingOff}
+	validTagging = []string{TaggingAuto, TaggingWrap, TaggingOff}
 	validScopes  = []string{scopeScenario, scopeEndpoint}
 	validInputs  = []string{inputIteration, inputRequest, inputObserve}
 )
@@ -45,8 +45,8 @@ const (
 	maxMaxEndpoints     = 100_000
 )
 
-// scenarioConfig is the detection set-up of one scenario.
-type scenarioConfig struct {
+// ScenarioConfig is the detection set-up of one scenario.
+type ScenarioConfig struct {
 	Scope       string          `json:"scope"`
 	Input       string          `json:"input"`
 	EndpointTag string          `json:"endpointTag"`
@@ -64,16 +64,17 @@ type scenarioConfig struct {
 	Priors map[string]results.Prior `json:"-"`
 }
 
-// config is everything regime.configure() accepts. It is immutable once the
-// first VU's init context has set it.
-type config struct {
+// Config is everything regime.configure() accepts, parsed and validated
+// (ParseConfig). It is immutable once the first VU's init context has set
+// it (RunState.Configure).
+type Config struct {
 	Tagging string `json:"tagging"`
 	// SeriesLimit is how many points the results' iteration series keep per
 	// scenario before they aggregate into buckets (results.IterSeries).
 	SeriesLimit int                       `json:"-"`
 	Track       []string                  `json:"-"` // custom metrics aggregated by phase in the summary
-	Defaults    scenarioConfig            `json:"-"`
-	Scenarios   map[string]scenarioConfig `json:"-"`
+	Defaults    ScenarioConfig            `json:"-"`
+	Scenarios   map[string]ScenarioConfig `json:"-"`
 	// names of the scenarios the script declares, from options.scenarios
 	// (just "default" when it declares none).
 	Declared []string `json:"-"`
@@ -82,8 +83,8 @@ type config struct {
 	ProfilePath string           `json:"-"`
 }
 
-func defaultScenarioConfig() scenarioConfig {
-	return scenarioConfig{
+func defaultScenarioConfig() ScenarioConfig {
+	return ScenarioConfig{
 		Scope:        scopeScenario,
 		Input:        inputIteration,
 		EndpointTag:  "endpoint",
@@ -98,12 +99,12 @@ func defaultScenarioConfig() scenarioConfig {
 // (White 1997: a truncation point in the second half means no steady state).
 const defaultGateFraction = 0.5
 
-func defaultConfig() *config {
-	return &config{Tagging: taggingAuto, SeriesLimit: results.DefaultSeriesLimit, Defaults: defaultScenarioConfig()}
+func defaultConfig() *Config {
+	return &Config{Tagging: TaggingAuto, SeriesLimit: results.DefaultSeriesLimit, Defaults: defaultScenarioConfig()}
 }
 
 // forScenario returns the configuration of the named scenario.
-func (c *config) forScenario(name string) scenarioConfig {
+func (c *Config) forScenario(name string) ScenarioConfig {
 	if sc, ok := c.Scenarios[name]; ok {
 		return sc
 	}
@@ -140,15 +141,11 @@ type rawScenario struct {
 	MaxEndpoints *int            `json:"maxEndpoints"`
 }
 
-// parseConfig builds and validates a configuration from the script's
+// ParseConfig builds and validates a configuration from the script's
 // options (for the scenario names) and the regime settings, both given as
-// JSON. It reports every problem at once, each naming the option.
-func parseConfig(optionsJSON, settingsJSON []byte) (*config, error) {
-	return parseConfigEnv(optionsJSON, settingsJSON, func(string) (string, bool) { return "", false })
-}
-
-// parseConfigEnv is parseConfig with the environment (K6_REGIME_PROFILE).
-func parseConfigEnv(optionsJSON, settingsJSON []byte, lookupEnv func(string) (string, bool)) (*config, error) {
+// JSON, and the environment (lookupEnv: K6_REGIME_PROFILE, which names a
+// profile). It reports every problem at once, each naming the option.
+func ParseConfig(optionsJSON, settingsJSON []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
 	cfg := defaultConfig()
 	var errs []error
 
@@ -202,7 +199,7 @@ func parseConfigEnv(optionsJSON, settingsJSON []byte, lookupEnv func(string) (st
 		sc := cfg.Defaults
 		errs = append(errs, applyScenario(&sc, "scenarios."+name+".", rs)...)
 		if cfg.Scenarios == nil {
-			cfg.Scenarios = make(map[string]scenarioConfig)
+			cfg.Scenarios = make(map[string]ScenarioConfig)
 		}
 		cfg.Scenarios[name] = sc
 	}
@@ -226,7 +223,12 @@ func parseConfigEnv(optionsJSON, settingsJSON []byte, lookupEnv func(string) (st
 	return cfg, nil
 }
 
-func applyScenario(sc *scenarioConfig, prefix string, rs rawScenario) []error {
+// parseConfig is ParseConfig without environment.
+func parseConfig(optionsJSON, settingsJSON []byte) (*Config, error) {
+	return ParseConfig(optionsJSON, settingsJSON, func(string) (string, bool) { return "", false })
+}
+
+func applyScenario(sc *ScenarioConfig, prefix string, rs rawScenario) []error {
 	var errs []error
 	if rs.Scope != nil {
 		sc.Scope = *rs.Scope

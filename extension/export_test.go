@@ -17,7 +17,7 @@ var (
 )
 
 // Summary is the report as JavaScript reads it (regime.summary()).
-func Summary(rs *RunState) (map[string]any, error) { return rs.summary() }
+func Summary(rs *RunState) (map[string]any, error) { return summaryJS(rs.Report()) }
 
 // BuildRun is the run as saveResults writes it, from a fresh recorder.
 func BuildRun(rs *RunState, testID string, now time.Time) (*results.Run, error) {

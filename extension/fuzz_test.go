@@ -32,7 +32,7 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return
 		}
-		check := func(name string, sc scenarioConfig) {
+		check := func(name string, sc ScenarioConfig) {
 			if sc.MaxEndpoints < 1 || sc.MaxEndpoints > maxMaxEndpoints {
 				t.Fatalf("scenario %q: maxEndpoints %d accepted", name, sc.MaxEndpoints)
 			}

@@ -28,7 +28,7 @@ func benchRun(b testing.TB) (*RootModule, *metrics.Registry, *metrics.BuiltinMet
 // iteration_duration sample (accounting, detector, results recorder).
 func BenchmarkIngestIteration(b *testing.B) {
 	root, registry, builtin := benchRun(b)
-	tags := registry.RootTagSet().With("scenario", "load").With("phase", "gameplay").With(regimeTag, "steady")
+	tags := registry.RootTagSet().With("scenario", "load").With("phase", "gameplay").With(RegimeTag, "steady")
 	s := metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.IterationDuration, Tags: tags}, Value: 5}
 	start := time.Now()
 	b.ReportAllocs()
@@ -45,7 +45,7 @@ func BenchmarkIngestIteration(b *testing.B) {
 func BenchmarkIngestRequest(b *testing.B) {
 	root, registry, builtin := benchRun(b)
 	tags := registry.RootTagSet().With("scenario", "load").With("phase", "gameplay").
-		With(regimeTag, "steady").With("endpoint", "claim").With("status", "200")
+		With(RegimeTag, "steady").With("endpoint", "claim").With("status", "200")
 	s := metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.HTTPReqDuration, Tags: tags}, Value: 2}
 	b.ReportAllocs()
 	b.ResetTimer()

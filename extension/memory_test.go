@@ -26,7 +26,7 @@ func TestIngestMemoryBounded(t *testing.T) { //nolint:paralleltest // measures t
 	base := registry.RootTagSet().With(scenarioTag, "load").With("status", "200")
 	tags := make([]*metrics.TagSet, n)
 	for i := range tags {
-		tags[i] = base.With(regimeTag, regimeNames[i%3]).With("endpoint", fmt.Sprint("ep-", i))
+		tags[i] = base.With(RegimeTag, regimeNames[i%3]).With("endpoint", fmt.Sprint("ep-", i))
 	}
 	heap := func() uint64 {
 		runtime.GC()
@@ -42,7 +42,7 @@ func TestIngestMemoryBounded(t *testing.T) { //nolint:paralleltest // measures t
 			Time: t0.Add(time.Duration(i) * time.Millisecond), Value: 2 + float64(i%7)/10})
 	}
 	grown := float64(heap()-before) / (1 << 20)
-	st := rs.scenario("load")
+	st := rs.Scenario("load")
 	st.mu.Lock()
 	detectors := len(st.scopes)
 	st.mu.Unlock()

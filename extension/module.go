@@ -4,14 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/grafana/sobek"
 	"github.com/xk6-regime/xk6-regime/detector"
 	"github.com/xk6-regime/xk6-regime/internal/observation"
-	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/js/common"
 	"go.k6.io/k6/v2/js/modules"
 	"go.k6.io/k6/v2/lib"
@@ -22,25 +19,17 @@ import (
 // state between every VU and the handleSummary runtime. Register it with
 // modules.Register; an output reaches the same run through Run.
 type RootModule struct {
-	rs  *RunState
-	rec *recorder // what saveResults writes
-	end *runEnd   // how the run ended
-
-	endOnce sync.Once
+	rs *RunState
 
 	cfgMu   sync.Mutex
-	cfgJSON string // settings of the first regime.configure() call
+	cfgJSON string  // settings of the first regime.configure() call
+	cfg     *Config // and its configuration
 }
 
 var _ modules.Module = (*RootModule)(nil)
 
-// NewRootModule returns a module with a run state of its own, observed by
-// its results writer (saveResults).
-func NewRootModule() *RootModule {
-	r := &RootModule{rs: newRunState(), rec: newRecorder(results.DefaultSeriesLimit), end: newRunEnd()}
-	r.rs.AddObserver(r.rec)
-	return r
-}
+// NewRootModule returns a module with a run state of its own.
+func NewRootModule() *RootModule { return &RootModule{rs: NewRunState()} }
 
 // Run is the module's run state: what its JS functions read, and what an
 // output observes.
@@ -58,8 +47,8 @@ type moduleInstance struct {
 	// fast path of the iteration hook: nothing to do while the VU's tag set
 	// and its scenario's regime are what they were at the last tagging.
 	lastTags   *metrics.TagSet
-	st         *scenarioState
-	lastRegime int32
+	st         *Scenario
+	lastRegime detector.Regime
 	execNoted  bool
 
 	configured string // settings of this runtime's regime.configure() call
@@ -72,23 +61,8 @@ var _ modules.Instance = (*moduleInstance)(nil)
 func (r *RootModule) NewModuleInstance(vu modules.VU) modules.Instance {
 	mi := &moduleInstance{root: r, rs: r.rs, vu: vu, iterValue: sobek.Undefined()}
 	if env := vu.InitEnv(); env != nil {
-		if err := r.rs.install(env.Registry, env.Logger, vu.Events()); err != nil {
+		if err := r.rs.Install(env, vu.Events()); err != nil {
 			common.Throw(vu.Runtime(), err)
-		}
-		r.endOnce.Do(func() {
-			r.end.install(env.Registry, env.Logger, vu.Events())
-			if env.Logger != nil {
-				r.rs.bd.setLogger(env.Logger)
-			}
-		})
-		if env.TestPreInitState != nil {
-			if env.LookupEnv != nil {
-				if v, ok := env.LookupEnv(profileEnv); ok {
-					r.rs.profileEnv.Store(v)
-				}
-			}
-			ro := env.RuntimeOptions
-			r.rs.engineOff.Store(strings.EqualFold(ro.SummaryMode.String, "disabled") && ro.NoThresholds.Bool)
 		}
 	}
 	if err := mi.installIterationHook(); err != nil {
@@ -100,14 +74,13 @@ func (r *RootModule) NewModuleInstance(vu modules.VU) modules.Instance {
 // Exports lists the JS API; the default export holds the same functions.
 func (mi *moduleInstance) Exports() modules.Exports {
 	named := map[string]any{
-		"configure": mi.configure,
-		"wrap":      mi.wrap,
-		"observe":   mi.observe,
-		"current":   mi.current,
-		"summary":   mi.summary,
-	}
-	for k, v := range resultsExports(mi.vu, mi.rs, mi.root.rec, mi.root.end) {
-		named[k] = v // saveResults, textSummary
+		"configure":   mi.configure,
+		"wrap":        mi.wrap,
+		"observe":     mi.observe,
+		"current":     mi.current,
+		"summary":     mi.summary,
+		"saveResults": mi.saveResults,
+		"textSummary": mi.textSummary,
 	}
 	return modules.Exports{Default: named, Named: named}
 }
@@ -146,18 +119,16 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 		// once per VU: k6's execution state says, after the run, whether it
 		// was stopped before its end (the run's end in summary.json)
 		mi.execNoted = true
-		mi.root.end.noteExecution(lib.GetExecutionState(mi.vu.Context()))
+		mi.rs.NoteExecution(lib.GetExecutionState(mi.vu.Context()))
 	}
 	rs := mi.rs
-	if rs.pending.Load() {
-		rs.flushPending(state.Samples)
-	}
-	switch rs.cfg.Load().Tagging {
-	case taggingAuto:
+	rs.FlushPending(state.Samples)
+	switch rs.Tagging() {
+	case TaggingAuto:
 		if fromWrap {
 			return // the hook has tagged this iteration already
 		}
-	case taggingWrap:
+	case TaggingWrap:
 		if !fromWrap {
 			return
 		}
@@ -165,7 +136,7 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 		return
 	}
 	cur := state.Tags.GetCurrentValues().Tags
-	if cur == mi.lastTags && mi.st != nil && mi.st.regime.Load() == mi.lastRegime {
+	if cur == mi.lastTags && mi.st != nil && mi.st.Regime() == mi.lastRegime {
 		return
 	}
 	mi.tag(state, cur)
@@ -179,10 +150,10 @@ func (mi *moduleInstance) tag(state *lib.State, cur *metrics.TagSet) {
 	if ss == nil {
 		return
 	}
-	st := mi.rs.scenario(ss.Name)
-	mi.rs.noteVU(state, st, ss, cur)
-	r := st.regime.Load()
-	state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.SetTag(regimeTag, detector.Regime(r).String()) })
+	st := mi.rs.Scenario(ss.Name)
+	mi.rs.NoteVU(state, st, ss, cur)
+	r := st.Regime()
+	state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.SetTag(RegimeTag, r.String()) })
 	mi.lastTags = state.Tags.GetCurrentValues().Tags
 	mi.st, mi.lastRegime = st, r
 }
@@ -214,29 +185,27 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 			return errors.New("regime.configure() was called with different settings in another VU's init context; " +
 				"the settings must not depend on __VU, random values or the time")
 		}
-		return mi.applyTagging(mi.rs.cfg.Load())
+		return mi.applyTagging(mi.root.cfg)
 	}
 	lookup := func(string) (string, bool) { return "", false }
 	if env := mi.vu.InitEnv(); env != nil && env.TestPreInitState != nil && env.LookupEnv != nil {
 		lookup = env.LookupEnv
 	}
-	cfg, err := parseConfigEnv(optJSON, setJSON, lookup)
+	cfg, err := ParseConfig(optJSON, setJSON, lookup)
 	if err != nil {
 		return err
 	}
-	if err := mi.rs.setConfig(cfg); err != nil {
+	if err := mi.rs.Configure(cfg); err != nil {
 		return err
 	}
-	mi.root.rec.setSeriesLimit(cfg.SeriesLimit)
-	mi.rs.bd.setMaxEndpoints(func(scenario string) int { return cfg.forScenario(scenario).MaxEndpoints })
-	mi.root.cfgJSON = key
+	mi.root.cfgJSON, mi.root.cfg = key, cfg
 	return mi.applyTagging(cfg)
 }
 
 // applyTagging removes this runtime's iteration hook when the script does
 // not want automatic tagging, so wrap() is the only per-iteration cost.
-func (mi *moduleInstance) applyTagging(cfg *config) error {
-	if cfg.Tagging == taggingAuto {
+func (mi *moduleInstance) applyTagging(cfg *Config) error {
+	if cfg.Tagging == TaggingAuto {
 		return nil
 	}
 	err := mi.vu.Runtime().GlobalObject().DefineDataProperty("__ITER", mi.iterValue, sobek.FLAG_TRUE, sobek.FLAG_TRUE, sobek.FLAG_TRUE)
@@ -289,31 +258,7 @@ func (mi *moduleInstance) observe(value float64) error {
 	if ss == nil {
 		return errors.New("regime.observe: no scenario is running")
 	}
-	st := mi.rs.scenario(ss.Name)
-	if st.cfg.Input != inputObserve {
-		return fmt.Errorf("regime.observe: scenario %q learns from input %q; configure it with input: %q to feed it values",
-			ss.Name, st.cfg.Input, inputObserve)
-	}
-	st.mu.Lock()
-	if !st.frozen {
-		now := time.Now()
-		st.observe(mi.rs, "", now, value)
-		// the scenario's span includes its observations: they reach the
-		// detector at once, its iteration samples only when k6 flushes
-		// them, so a gate judged before the last flush saw steady state
-		// declared after the last iteration it knew of (held 0% of the
-		// run: TestXk6Build's smoke test, 4,000 iterations in 14 ms, failed
-		// so about half the time)
-		if now.After(st.lastSeen) {
-			st.lastSeen = now
-		}
-	}
-	pending := st.coldCount != st.coldPushed
-	st.mu.Unlock()
-	if pending {
-		mi.rs.pending.Store(true)
-	}
-	return nil
+	return mi.rs.Observe(ss.Name, value)
 }
 
 // current returns the regime of the VU's running iteration: its regime tag,
@@ -325,7 +270,7 @@ func (mi *moduleInstance) current() (string, error) {
 	if state == nil {
 		return "", errors.New("regime.current() can only be called while a VU runs an iteration, not in the init context")
 	}
-	if v, ok := state.Tags.GetCurrentValues().Tags.Get(regimeTag); ok && v != "" {
+	if v, ok := state.Tags.GetCurrentValues().Tags.Get(RegimeTag); ok && v != "" {
 		return v, nil
 	}
 	ss := lib.GetScenarioState(mi.vu.Context())
@@ -333,14 +278,53 @@ func (mi *moduleInstance) current() (string, error) {
 		return "", errors.New("regime.current() has no regime outside a scenario iteration " +
 			"(setup(), teardown() and handleSummary run in none)")
 	}
-	return detector.Regime(mi.rs.scenario(ss.Name).regime.Load()).String(), nil
+	return mi.rs.Scenario(ss.Name).Regime().String(), nil
 }
 
 // summary returns what the detectors found, per scenario, for handleSummary
 // (an error, a bug, is thrown in JavaScript).
 func (mi *moduleInstance) summary() (map[string]any, error) {
-	return mi.rs.summary()
+	return summaryJS(mi.rs.Report())
 }
+
+// summaryJS is the report as JavaScript reads it: its JSON, decoded. The
+// JSON is what index.d.ts types: sobek would name a struct's fields by k6's
+// field name mapper, not by their JSON names, and would ignore omitempty,
+// the report's own marshallers (a settled view that cannot be written is
+// its error) and the JSON form of times.
+func summaryJS(rep *RunReport) (map[string]any, error) {
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return nil, fmt.Errorf("regime.summary(): the report cannot be written: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("regime.summary(): the report cannot be read back: %w", err)
+	}
+	return m, nil
+}
+
+// saveResults({dir, testid, extra, report, files, aborted, thresholds,
+// required}) writes results/<run id>/ and returns that path. It must be
+// called from handleSummary (k6 runs it on interrupted runs too), once the
+// test has ended.
+func (mi *moduleInstance) saveResults(v sobek.Value) (string, error) {
+	if mi.vu.State() == nil && mi.vu.InitEnv() != nil {
+		return "", errors.New("saveResults() must be called after the test (in handleSummary), not in the init context")
+	}
+	if !mi.rs.Ended() {
+		return "", ErrNotAfterTest // before the options are read, as SaveResults does
+	}
+	b, err := exportJSON(v)
+	if err != nil {
+		return "", fmt.Errorf("saveResults: options: %w", err)
+	}
+	return mi.rs.SaveResults(b)
+}
+
+// textSummary() is the console regime table of the saved results (or of
+// the run so far when nothing was saved).
+func (mi *moduleInstance) textSummary() (string, error) { return mi.rs.TextSummary() }
 
 func describe(v sobek.Value) string {
 	if v == nil || sobek.IsUndefined(v) {

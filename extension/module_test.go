@@ -63,7 +63,7 @@ func TestManyVUsRace(t *testing.T) {
 					pushed[s.Metric.Name]++
 					continue
 				}
-				r, _ := s.Tags.Get(regimeTag)
+				r, _ := s.Tags.Get(RegimeTag)
 				counts[r]++
 				for _, sm := range s.Metric.Submetrics {
 					if s.Tags.Contains(sm.Tags) {
@@ -116,7 +116,7 @@ func TestManyVUsRace(t *testing.T) {
 	}
 	require.EqualValues(t, vus*iters, total)
 
-	sum, err := root.rs.summary()
+	sum, err := summaryJS(root.rs.Report())
 	require.NoError(t, err)
 	sc := sum["scenarios"].(map[string]any)["load"].(map[string]any)
 	require.EqualValues(t, total, sc["iterations"])

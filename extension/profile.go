@@ -18,7 +18,7 @@ const profileEnv = "K6_REGIME_PROFILE"
 // loadProfile reads the profile of a run and fits it to the script: every
 // declared scenario gets the priors of its scopes (the scenario, and each
 // endpoint the profile has), which its detectors take as they are made.
-func loadProfile(cfg *config, path string) error {
+func loadProfile(cfg *Config, path string) error {
 	p, err := results.LoadProfile(path)
 	if err != nil {
 		return err
@@ -27,7 +27,7 @@ func loadProfile(cfg *config, path string) error {
 		return fmt.Errorf("%w (%s)", err, path)
 	}
 	if cfg.Scenarios == nil {
-		cfg.Scenarios = map[string]scenarioConfig{}
+		cfg.Scenarios = map[string]ScenarioConfig{}
 	}
 	for _, name := range cfg.Declared {
 		sc := cfg.forScenario(name)
@@ -61,7 +61,7 @@ func withPrior(c detector.Config, p results.Prior) detector.Config {
 // regime_profile_ttss, _p50 and _p99 (the run's figure / the profile's),
 // and regime_profile_checks (the figures compared: 0 when the run has none
 // to compare, so that a count>0 guard fails). Callers hold st.mu.
-func (rs *RunState) profileChecks(st *scenarioState, now time.Time) ([]results.ProfileCheck, metrics.Samples) {
+func (rs *RunState) profileChecks(st *Scenario, now time.Time) ([]results.ProfileCheck, metrics.Samples) {
 	cfg := rs.cfg.Load()
 	if cfg == nil || cfg.Profile == nil {
 		return nil, nil
@@ -98,7 +98,7 @@ func (rs *RunState) profileChecks(st *scenarioState, now time.Time) ([]results.P
 }
 
 // scopeSample is a sample with the scenario's tags (and the endpoint's).
-func (rs *RunState) scopeSample(m *metrics.Metric, st *scenarioState, endpoint string, t time.Time, v float64) metrics.Sample {
+func (rs *RunState) scopeSample(m *metrics.Metric, st *Scenario, endpoint string, t time.Time, v float64) metrics.Sample {
 	s := rs.sample(m, st, t, v)
 	if endpoint != "" {
 		s.Tags = s.Tags.With(st.cfg.EndpointTag, endpoint)

@@ -47,7 +47,7 @@ func TestConfigureProfile(t *testing.T) {
 	opts := []byte(`{"scenarios":{"load":{"executor":"constant-vus"}}}`)
 	path := testProfile(t)
 	noEnv := func(string) (string, bool) { return "", false }
-	cfg, err := parseConfigEnv(opts, []byte(`{"profile":`+jsonString(path)+`}`), noEnv)
+	cfg, err := ParseConfig(opts, []byte(`{"profile":`+jsonString(path)+`}`), noEnv)
 	require.NoError(t, err)
 	require.Equal(t, path, cfg.ProfilePath)
 	sc := cfg.forScenario("load")
@@ -58,7 +58,7 @@ func TestConfigureProfile(t *testing.T) {
 	require.True(t, sc.Priors["claim"].Ok)
 
 	// the scenario's detector takes its prior when it is made
-	st := newScenarioState("load", sc)
+	st := newScenario("load", sc)
 	dc := st.scopeFor("", func(*endpointScope, detector.Transition) {}, nil).det.Config()
 	require.Equal(t, detector.Duration(12*time.Second), dc.PriorWarmup)
 	require.Equal(t, 5.0, dc.PriorLevel)
@@ -71,20 +71,20 @@ func TestConfigureProfile(t *testing.T) {
 		}
 		return "", false
 	}
-	cfg, err = parseConfigEnv(opts, []byte(`{"profile":"elsewhere.json"}`), env)
+	cfg, err = ParseConfig(opts, []byte(`{"profile":"elsewhere.json"}`), env)
 	require.NoError(t, err, "K6_REGIME_PROFILE wins over the setting")
 	require.Equal(t, path, cfg.ProfilePath)
 
-	_, err = parseConfigEnv(opts, []byte(`{"profile":`+jsonString(testProfile(t, "browse"))+`}`), noEnv)
+	_, err = ParseConfig(opts, []byte(`{"profile":`+jsonString(testProfile(t, "browse"))+`}`), noEnv)
 	require.ErrorContains(t, err, "option 'profile' (or K6_REGIME_PROFILE): profile: it was learnt from scenarios browse, the script declares load")
-	_, err = parseConfigEnv(opts, []byte(`{"profile":""}`), noEnv)
+	_, err = ParseConfig(opts, []byte(`{"profile":""}`), noEnv)
 	require.ErrorContains(t, err, "option 'profile' is empty")
-	_, err = parseConfigEnv(opts, []byte(`{"profile":"/nonexistent/profile.json"}`), noEnv)
+	_, err = ParseConfig(opts, []byte(`{"profile":"/nonexistent/profile.json"}`), noEnv)
 	require.ErrorContains(t, err, "no such file")
-	_, err = parseConfigEnv(opts, []byte(`{"profile":`+jsonString(path)+`,"detector":{"method":"benchmark"}}`), noEnv)
+	_, err = ParseConfig(opts, []byte(`{"profile":`+jsonString(path)+`,"detector":{"method":"benchmark"}}`), noEnv)
 	require.ErrorContains(t, err, `uses the detector method "benchmark"; a profile's prior needs "service"`)
 
-	cfg, err = parseConfigEnv(opts, nil, noEnv)
+	cfg, err = ParseConfig(opts, nil, noEnv)
 	require.NoError(t, err)
 	require.Nil(t, cfg.Profile, "no profile, no priors")
 	require.Nil(t, cfg.forScenario("load").Priors)

@@ -11,10 +11,10 @@ import (
 
 var regimeNames = detector.RegimeNames()
 
-// RunReport is what the extension knows about a run: built once, by
+// RunReport is what the engine knows about a run: built once, by
 // RunState.Report, and read three ways: handed to JavaScript as its JSON
-// (summary(), typed by index.d.ts: TestIndexTypesMatchReport keeps the
-// two together), turned into summary.json (recorder.buildRun) and written
+// (the JS module's summary(), typed by index.d.ts: TestIndexTypesMatchReport
+// keeps the two together), turned into summary.json (recorder.buildRun) and written
 // to InfluxDB (internal/influxdb's SummaryPoints). The types the InfluxDB
 // output reads are exported (ScenarioReport, Detection, RegimeDist); the
 // others are reached through its fields only.
@@ -139,20 +139,6 @@ func (s settledReport) MarshalJSON() ([]byte, error) {
 	return b, nil
 }
 
-// js is the report as JavaScript reads it: its JSON, decoded (sobek would
-// name a struct's fields its own way, not by their JSON names).
-func (r *RunReport) js() (map[string]any, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("regime.summary(): the report cannot be written: %w", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("regime.summary(): the report cannot be read back: %w", err)
-	}
-	return m, nil
-}
-
 // Report builds the run's report, per scenario; each scenario is read
 // under its own lock. It is safe for concurrent use, during the run too.
 func (rs *RunState) Report() *RunReport {
@@ -167,7 +153,7 @@ func (rs *RunState) Report() *RunReport {
 	}
 	var first time.Time
 	for _, name := range rs.knownScenarios() {
-		st := rs.scenario(name)
+		st := rs.Scenario(name)
 		st.mu.Lock()
 		sc := st.report()
 		overObs, maxEp := st.overObs, st.maxEndpoints()
@@ -192,11 +178,8 @@ func (rs *RunState) Report() *RunReport {
 	return r
 }
 
-// summary is the report as JavaScript reads it.
-func (rs *RunState) summary() (map[string]any, error) { return rs.Report().js() }
-
 // report of one scenario; callers hold st.mu.
-func (st *scenarioState) report() *ScenarioReport {
+func (st *Scenario) report() *ScenarioReport {
 	start := st.start
 	if start.IsZero() {
 		start = st.firstSeen
@@ -263,7 +246,7 @@ func (st *scenarioState) report() *ScenarioReport {
 // coldStart is the cost of the cold start: the cold iterations, and what
 // the cold and warm-up iterations took beyond the steady median (the cost
 // paid once). Callers hold st.mu.
-func (st *scenarioState) coldStart() results.ColdStart {
+func (st *Scenario) coldStart() results.ColdStart {
 	c := results.ColdStart{DurationMs: st.coldSumMs, Iterations: st.coldCount}
 	if steady := &st.tagged[detector.Steady]; steady.count > 0 {
 		p50 := steady.hist.Quantile(50)
@@ -300,7 +283,7 @@ func detectionOf(s detector.Snapshot, start time.Time) *Detection {
 // worstClass summarises the classes of a scenario's endpoint detectors:
 // no steady state if any has none, else slowdown if any slowed down, else
 // warmup if any warmed up, else flat.
-func worstClass(st *scenarioState) string {
+func worstClass(st *Scenario) string {
 	if len(st.scopes) == 0 {
 		return detector.Undecided.String()
 	}

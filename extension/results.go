@@ -1,7 +1,6 @@
 package extension
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,10 +11,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/grafana/sobek"
 	"github.com/xk6-regime/xk6-regime/detector"
 	"github.com/xk6-regime/xk6-regime/internal/results"
-	"go.k6.io/k6/v2/js/modules"
 )
 
 // Bounds of what the recorder keeps, so memory stays fixed for hour-long runs.
@@ -215,8 +212,8 @@ type saveOptions struct {
 
 const saveKeys = "dir, testid, extra, report, files, aborted, thresholds, required"
 
-// errNotAfterTest is saveResults' error before the test ended.
-var errNotAfterTest = errors.New("saveResults() must be called from handleSummary, after the test: " +
+// ErrNotAfterTest is SaveResults' error before the test ended.
+var ErrNotAfterTest = errors.New("saveResults() must be called from handleSummary, after the test: " +
 	"in setup(), the default function or teardown() the run's figures are not complete")
 
 // buildRun assembles the run's results from the run state and the recorder.
@@ -378,49 +375,37 @@ func (r *recorder) save(rs *RunState, end *results.RunEnd, opts saveOptions) (st
 	return dir, run, nil
 }
 
-// resultsExports are the results functions of the JS API.
-func resultsExports(vu modules.VU, rs *RunState, rec *recorder, end *runEnd) map[string]any {
-	return map[string]any{
-		"saveResults": func(opts sobek.Value) (string, error) { return saveResultsJS(vu, rs, rec, end, opts) },
-		"textSummary": func() (string, error) { return textSummaryJS(rs, rec) },
-	}
-}
-
-// saveResultsJS is saveResults({dir, testid, extra, report, files, aborted,
-// thresholds, required}): it writes results/<run id>/ and returns that path.
-// It must be called from handleSummary (k6 runs it on interrupted runs too),
-// once the test has ended.
-func saveResultsJS(vu modules.VU, rs *RunState, rec *recorder, end *runEnd, v sobek.Value) (string, error) {
-	if vu.State() == nil && vu.InitEnv() != nil {
-		return "", errors.New("saveResults() must be called after the test (in handleSummary), not in the init context")
-	}
+// SaveResults writes the run's results folder and returns its path. It
+// must run once the test has ended (k6 runs handleSummary on interrupted
+// runs too). optionsJSON are saveResults' options ({dir, testid, extra,
+// report, files, aborted, thresholds, required}; nil for none), unknown keys
+// refused; with required, a failure makes k6 exit with status 111 when it
+// would exit 0.
+func (rs *RunState) SaveResults(optionsJSON []byte) (string, error) {
 	if !rs.ended.Load() {
-		return "", errNotAfterTest
+		return "", ErrNotAfterTest
 	}
 	var opts saveOptions
-	if v != nil && !sobek.IsUndefined(v) && !sobek.IsNull(v) {
-		b, err := json.Marshal(v.Export())
-		if err != nil {
-			return "", fmt.Errorf("saveResults: options: %w", err)
-		}
-		if err := strictUnmarshal(b, &opts); err != nil {
+	if optionsJSON != nil {
+		if err := strictUnmarshal(optionsJSON, &opts); err != nil {
 			return "", fmt.Errorf("saveResults: options: %w (valid keys: %s)", err, saveKeys)
 		}
 	}
-	dir, run, err := rec.save(rs, end.current(), opts)
+	dir, run, err := rs.rec.save(rs, rs.end.current(), opts)
 	if err != nil {
 		if opts.Required {
-			end.noteFailed(err)
+			rs.end.noteFailed(err)
 		}
 		return "", fmt.Errorf("saveResults: %w", err)
 	}
-	end.noteSaved(dir, run, opts.Report == nil || *opts.Report)
+	rs.end.noteSaved(dir, run, opts.Report == nil || *opts.Report)
 	return dir, nil
 }
 
-// textSummaryJS is textSummary(): the console regime table of the saved
-// results (or of the run so far when nothing was saved).
-func textSummaryJS(rs *RunState, rec *recorder) (string, error) {
+// TextSummary is the console regime table of the saved results (or of the
+// run so far when nothing was saved).
+func (rs *RunState) TextSummary() (string, error) {
+	rec := rs.rec
 	rec.mu.Lock()
 	s := rec.saved
 	rec.mu.Unlock()

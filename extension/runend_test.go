@@ -193,11 +193,11 @@ func TestRunEndSignalAndExit(t *testing.T) {
 	t.Parallel()
 	root := NewRootModule()
 	var ch chan<- os.Signal
-	root.end.notify = func(c chan<- os.Signal, _ ...os.Signal) { ch = c }
+	root.rs.end.notify = func(c chan<- os.Signal, _ ...os.Signal) { ch = c }
 	stopped := false
-	root.end.stop = func(chan<- os.Signal) { stopped = true }
+	root.rs.end.stop = func(chan<- os.Signal) { stopped = true }
 	rt := handleSummaryVU(t, root)
-	root.end.testStart()
+	root.rs.end.testStart()
 	ch <- syscall.SIGINT
 	root.rs.testEnd()
 	v, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q})`, t.TempDir()))
@@ -207,7 +207,7 @@ func TestRunEndSignalAndExit(t *testing.T) {
 	require.Equal(t, &results.RunEnd{Status: results.EndInterrupted, Signal: "SIGINT"}, s.End)
 	require.True(t, s.Aborted)
 
-	root.end.onExit(k6Err("test run was aborted because k6 received a 'interrupt' signal", exitcodes.ExternalAbort, errext.AbortedByUser))
+	root.rs.end.onExit(k6Err("test run was aborted because k6 received a 'interrupt' signal", exitcodes.ExternalAbort, errext.AbortedByUser))
 	require.True(t, stopped, "the signal listener stops at exit")
 	s, err = results.ReadSummary(v.String())
 	require.NoError(t, err)
@@ -237,14 +237,14 @@ func TestRequiredSaveFailureExits(t *testing.T) {
 			t.Parallel()
 			root := NewRootModule()
 			got := -1
-			root.end.exit = func(c int) { got = c }
+			root.rs.end.exit = func(c int) { got = c }
 			rt := handleSummaryVU(t, root)
 			root.rs.testEnd()
 			notDir := filepath.Join(t.TempDir(), "file")
 			require.NoError(t, os.WriteFile(notDir, nil, 0o600))
 			_, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q, required: %v})`, notDir, tc.required))
 			require.ErrorContains(t, err, "saveResults")
-			root.end.onExit(tc.runErr)
+			root.rs.end.onExit(tc.runErr)
 			require.Equal(t, tc.want, got)
 		})
 	}
@@ -273,7 +273,7 @@ func TestScriptAbortedMarkSurvivesExit(t *testing.T) {
 	root.rs.testEnd()
 	v, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q, aborted: true})`, t.TempDir()))
 	require.NoError(t, err)
-	root.end.onExit(nil)
+	root.rs.end.onExit(nil)
 	s, err := results.ReadSummary(v.String())
 	require.NoError(t, err)
 	require.Equal(t, results.EndAborted, s.End.Status)

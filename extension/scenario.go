@@ -42,14 +42,16 @@ type endpointScope struct {
 	tb   *detector.TimeBuckets // its observations, for the settled view
 }
 
-// scenarioState is everything the extension knows about one scenario.
+// Scenario is everything the engine knows about one scenario. Outside the
+// package it offers only its current regime (Regime), which a VU reads at
+// every iteration start.
 //
 // regime is read lock-free by every VU at every iteration start; the rest
 // changes together under mu, written by k6's metrics engine goroutine (the
 // hidden submetric sink) and by regime.observe().
-type scenarioState struct {
+type Scenario struct {
 	name   string
-	cfg    scenarioConfig
+	cfg    ScenarioConfig
 	regime atomic.Int32 // detector.Regime for new iterations
 
 	mu        sync.Mutex
@@ -93,6 +95,10 @@ type scenarioState struct {
 	settled *results.Settled
 }
 
+// Regime is the regime new iterations of the scenario start in: one atomic
+// load, which a VU makes at every iteration start.
+func (s *Scenario) Regime() detector.Regime { return detector.Regime(s.regime.Load()) }
+
 // gateVerdict is the steady gate of a scenario.
 type gateVerdict struct {
 	judged bool // at TestEnd; before it, the verdict of the run so far
@@ -115,7 +121,7 @@ type gateVerdict struct {
 
 // verdict judges the steady gate on what the detectors have seen. Callers
 // hold s.mu.
-func (s *scenarioState) verdict() gateVerdict {
+func (s *Scenario) verdict() gateVerdict {
 	if s.gate.judged {
 		return s.gate
 	}
@@ -144,8 +150,8 @@ func (s *scenarioState) verdict() gateVerdict {
 	return v
 }
 
-func newScenarioState(name string, cfg scenarioConfig) *scenarioState {
-	s := &scenarioState{name: name, cfg: cfg, scopes: make(map[string]*endpointScope)}
+func newScenario(name string, cfg ScenarioConfig) *Scenario {
+	s := &Scenario{name: name, cfg: cfg, scopes: make(map[string]*endpointScope)}
 	for i := range s.tagged {
 		s.tagged[i].hist = newDurationHistogram()
 	}
@@ -164,7 +170,7 @@ func newDurationHistogram() *detector.Histogram {
 
 // scopeFor returns the detector of an endpoint ("" = the whole scenario),
 // creating it on first use. Callers hold s.mu.
-func (s *scenarioState) scopeFor(endpoint string, onTransition func(*endpointScope, detector.Transition), onWindow func(string, detector.Window)) *endpointScope {
+func (s *Scenario) scopeFor(endpoint string, onTransition func(*endpointScope, detector.Transition), onWindow func(string, detector.Window)) *endpointScope {
 	if sc, ok := s.scopes[endpoint]; ok {
 		return sc
 	}
@@ -204,7 +210,7 @@ func (s *scenarioState) scopeFor(endpoint string, onTransition func(*endpointSco
 }
 
 // maxEndpoints is the scenario's cap on endpoint detectors.
-func (s *scenarioState) maxEndpoints() int {
+func (s *Scenario) maxEndpoints() int {
 	if s.cfg.MaxEndpoints > 0 {
 		return s.cfg.MaxEndpoints
 	}
@@ -213,7 +219,7 @@ func (s *scenarioState) maxEndpoints() int {
 
 // endpointDetectors counts the detectors of named endpoints (not the
 // scenario's own, nor otherEndpoint's). Callers hold s.mu.
-func (s *scenarioState) endpointDetectors() int {
+func (s *Scenario) endpointDetectors() int {
 	n := len(s.scopes)
 	if _, ok := s.scopes[""]; ok {
 		n--
@@ -227,7 +233,7 @@ func (s *scenarioState) endpointDetectors() int {
 // aggregateRegime is the regime a new iteration of the scenario starts in:
 // with one detector per endpoint, the least advanced of them, so that an
 // iteration is steady only when every endpoint it may call is. Callers hold s.mu.
-func (s *scenarioState) aggregateRegime() detector.Regime {
+func (s *Scenario) aggregateRegime() detector.Regime {
 	if len(s.scopes) == 0 {
 		return detector.Cold
 	}
@@ -242,11 +248,11 @@ func (s *scenarioState) aggregateRegime() detector.Regime {
 
 // steadyHeld says whether every detector of the scenario is steady now.
 // Callers hold s.mu.
-func (s *scenarioState) steadyHeld() bool {
+func (s *Scenario) steadyHeld() bool {
 	return len(s.scopes) > 0 && s.aggregateRegime() == detector.Steady
 }
 
-func (s *scenarioState) endpointNames() []string {
+func (s *Scenario) endpointNames() []string {
 	names := append([]string(nil), s.order...)
 	sort.Strings(names)
 	return names
@@ -254,7 +260,7 @@ func (s *scenarioState) endpointNames() []string {
 
 // account adds a finished iteration to the distribution of the regime it
 // was tagged with. Callers hold st.mu.
-func (st *scenarioState) account(s metrics.Sample, tags *sampleTags) (index int64, regime string) {
+func (st *Scenario) account(s metrics.Sample, tags *sampleTags) (index int64, regime string) {
 	index = st.tagged[0].count + st.tagged[1].count + st.tagged[2].count + st.untagged
 	t := s.Time
 	if st.firstSeen.IsZero() || t.Before(st.firstSeen) {
@@ -287,7 +293,7 @@ func (st *scenarioState) account(s metrics.Sample, tags *sampleTags) (index int6
 
 // observe feeds one value to an endpoint's detector and publishes the
 // scenario's regime for new iterations. Callers hold st.mu.
-func (st *scenarioState) observe(rs *RunState, endpoint string, t time.Time, v float64) {
+func (st *Scenario) observe(rs *RunState, endpoint string, t time.Time, v float64) {
 	sc := st.lastScope
 	if sc == nil || st.lastEndpoint != endpoint {
 		var ok bool
@@ -305,7 +311,7 @@ func (st *scenarioState) observe(rs *RunState, endpoint string, t time.Time, v f
 
 // aggregateRegimeAfter is the scenario regime once sc's pending transition
 // to steady is applied (the detector updates its regime after the hook).
-func (st *scenarioState) aggregateRegimeAfter(changed *endpointScope) detector.Regime {
+func (st *Scenario) aggregateRegimeAfter(changed *endpointScope) detector.Regime {
 	r := detector.Steady
 	for _, sc := range st.scopes {
 		if sc == changed {
@@ -320,7 +326,7 @@ func (st *scenarioState) aggregateRegimeAfter(changed *endpointScope) detector.R
 
 // latestSteadyStart is the time the last of the scenario's detectors became
 // steady (the retroactive steady_start), in Unix nanoseconds.
-func (st *scenarioState) latestSteadyStart(changed *endpointScope, t detector.Transition) int64 {
+func (st *Scenario) latestSteadyStart(changed *endpointScope, t detector.Transition) int64 {
 	latest := t.Boundary.Time
 	for _, sc := range st.scopes {
 		if sc == changed {

@@ -19,7 +19,7 @@ import (
 // per observation each, per scenario and endpoint).
 func TestScopeDetectorsDropTheTrace(t *testing.T) {
 	t.Parallel()
-	s := newScenarioState("s", scenarioConfig{Detector: detector.ServiceConfig()})
+	s := newScenario("s", ScenarioConfig{Detector: detector.ServiceConfig()})
 	sc := s.scopeFor("", func(*endpointScope, detector.Transition) {}, nil)
 	sc.det.Observe(0, 1)
 	_, err := sc.det.Hindsight()
@@ -90,7 +90,7 @@ func TestGateFrozenAtTestEnd(t *testing.T) {
 	rs, ch, _ := gateRun(t, flatLevels(30, 5), 0.5)
 	rs.testEnd()
 	require.Equal(t, 1.0, gateSample(t, ch))
-	st := rs.scenario("load")
+	st := rs.Scenario("load")
 	registry := metrics.NewRegistry()
 	builtin := metrics.RegisterBuiltinMetrics(registry)
 	tags := registry.RootTagSet().With(scenarioTag, "load")
@@ -130,7 +130,7 @@ func TestGateFraction(t *testing.T) {
 			want = 1
 		}
 		require.Equal(t, want, gateSample(t, ch), "gateFraction %g", tc.fraction)
-		st := rs.scenario("load")
+		st := rs.Scenario("load")
 		st.mu.Lock()
 		sum := st.report()
 		st.mu.Unlock()
@@ -152,7 +152,7 @@ func TestEndpointDetectorCap(t *testing.T) {
 	t.Parallel()
 	cfg := defaultScenarioConfig()
 	cfg.Scope, cfg.Input, cfg.MaxEndpoints = scopeEndpoint, inputRequest, 5
-	s := newScenarioState("s", cfg)
+	s := newScenario("s", cfg)
 	rs := newRunState()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -178,7 +178,7 @@ func TestGateLevelDrift(t *testing.T) {
 	rs, ch, hook := gateRun(t, rising, 0.5)
 	rs.testEnd()
 	require.Equal(t, 0.0, gateSample(t, ch))
-	st := rs.scenario("load")
+	st := rs.Scenario("load")
 	st.mu.Lock()
 	sum := st.report()
 	st.mu.Unlock()
@@ -191,7 +191,7 @@ func TestGateLevelDrift(t *testing.T) {
 	rs, ch, _ = gateRun(t, append(flatLevels(16, 5), flatLevels(16, 6.75)...), 0.5)
 	rs.testEnd()
 	require.Equal(t, 1.0, gateSample(t, ch), "a step that stays is no drift")
-	st = rs.scenario("load")
+	st = rs.Scenario("load")
 	st.mu.Lock()
 	sum = st.report()
 	st.mu.Unlock()
@@ -200,7 +200,7 @@ func TestGateLevelDrift(t *testing.T) {
 	rs, ch, _ = gateRun(t, flatLevels(32, 5), 0.5)
 	rs.testEnd()
 	require.Equal(t, 1.0, gateSample(t, ch))
-	st = rs.scenario("load")
+	st = rs.Scenario("load")
 	st.mu.Lock()
 	sum = st.report()
 	st.mu.Unlock()

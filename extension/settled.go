@@ -36,7 +36,7 @@ func newBuckets(origin time.Time, maxBuckets int) *detector.TimeBuckets {
 
 // bucketOrigin is where a scenario's buckets start: the scenario's start
 // when k6 told it, else the first observation's start. Callers hold st.mu.
-func (st *scenarioState) bucketOrigin(first time.Time) time.Time {
+func (st *Scenario) bucketOrigin(first time.Time) time.Time {
 	if !st.start.IsZero() && st.start.Before(first) {
 		return st.start
 	}
@@ -45,7 +45,7 @@ func (st *scenarioState) bucketOrigin(first time.Time) time.Time {
 
 // iterationBuckets returns the scenario's iteration buckets, created at the
 // first iteration. Callers hold st.mu.
-func (st *scenarioState) iterationBuckets(first time.Time) *detector.TimeBuckets {
+func (st *Scenario) iterationBuckets(first time.Time) *detector.TimeBuckets {
 	if st.iters == nil {
 		st.iters = newBuckets(st.bucketOrigin(first), detector.DefaultMaxBuckets)
 	}
@@ -54,7 +54,7 @@ func (st *scenarioState) iterationBuckets(first time.Time) *detector.TimeBuckets
 
 // recordIteration keeps one finished iteration (end time, duration ms,
 // online tag) for the settled view. Callers hold st.mu.
-func (st *scenarioState) recordIteration(end time.Time, ms float64, steady bool) {
+func (st *Scenario) recordIteration(end time.Time, ms float64, steady bool) {
 	start := end.Add(-time.Duration(ms * float64(time.Millisecond)))
 	tb := st.iterationBuckets(start)
 	tb.Record(start.UnixNano(), ms)
@@ -65,13 +65,13 @@ func (st *scenarioState) recordIteration(end time.Time, ms float64, steady bool)
 
 // recordRequest counts one request (end time, duration ms) and whether it
 // failed, in the bucket where it started. Callers hold st.mu.
-func (st *scenarioState) recordRequest(end time.Time, ms float64, failed bool) {
+func (st *Scenario) recordRequest(end time.Time, ms float64, failed bool) {
 	start := end.Add(-time.Duration(ms * float64(time.Millisecond)))
 	st.iterationBuckets(start).Count(start.UnixNano(), failed)
 }
 
 // recordObservation keeps one observation of a scope. Callers hold st.mu.
-func (st *scenarioState) recordObservation(sc *endpointScope, end time.Time, ms float64) {
+func (st *Scenario) recordObservation(sc *endpointScope, end time.Time, ms float64) {
 	if sc.name == "" && st.cfg.Input == inputIteration {
 		// the scenario's detector judges its iterations: the same series,
 		// which recordIteration keeps
@@ -95,7 +95,7 @@ func (st *scenarioState) recordObservation(sc *endpointScope, end time.Time, ms 
 // detector's level and tail bands with the service method (the same
 // meaning of "the same level" online and settled), the defaults otherwise
 // (the benchmark method's bands are for JMH forks, not request streams).
-func (st *scenarioState) settleConfig() detector.SettleConfig {
+func (st *Scenario) settleConfig() detector.SettleConfig {
 	cfg := detector.DefaultSettleConfig()
 	if d := st.cfg.Detector; d.Method == detector.MethodService {
 		cfg.Tolerance, cfg.TailTolerance = d.MedianTolerance, d.TailTolerance
@@ -106,7 +106,7 @@ func (st *scenarioState) settleConfig() detector.SettleConfig {
 // settledView computes the scenario's settled view from what it has seen;
 // partial marks a view of a run that did not reach its end. Callers hold
 // st.mu.
-func (st *scenarioState) settledView(partial bool) *results.Settled {
+func (st *Scenario) settledView(partial bool) *results.Settled {
 	cfg := st.settleConfig()
 	start := st.start
 	if start.IsZero() {
@@ -213,7 +213,7 @@ func worseClass(a, b detector.Class) detector.Class {
 // and regime_settled_ttss (ms) and regime_settled_error_rate. The
 // scenario's carry its tags; each endpoint's add the endpoint tag, and come
 // first (see below).
-func (rs *RunState) settledSamples(st *scenarioState, v *results.Settled, now time.Time) metrics.Samples {
+func (rs *RunState) settledSamples(st *Scenario, v *results.Settled, now time.Time) metrics.Samples {
 	var out metrics.Samples
 	add := func(v *results.Settled, endpoint string) {
 		tags := st.baseTags

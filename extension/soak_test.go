@@ -28,7 +28,7 @@ func TestIngestHourFlat(t *testing.T) { //nolint:paralleltest // measures the he
 	base := registry.RootTagSet().With("scenario", "load").With("phase", "gameplay")
 	iterTags := [3]*metrics.TagSet{}
 	for i, r := range regimeNames {
-		iterTags[i] = base.With(regimeTag, r)
+		iterTags[i] = base.With(RegimeTag, r)
 	}
 	var reqTags [3][3]*metrics.TagSet
 	for i := range reqTags {
@@ -83,7 +83,7 @@ func TestIngestHourFlat(t *testing.T) { //nolint:paralleltest // measures the he
 		before, at30, end, end-before, end-at30)
 	require.Less(t, end-before, 64.0, "the extension's retained heap after an hour at 10k/s")
 	require.Less(t, end-at30, 4.0, "no growth of its own once the bounds are reached")
-	st := root.rs.scenario("load")
+	st := root.rs.Scenario("load")
 	st.mu.Lock()
 	n := st.tagged[0].count + st.tagged[1].count + st.tagged[2].count
 	untagged := st.untagged

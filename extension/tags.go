@@ -18,7 +18,7 @@ type sampleTags struct {
 	tagValues
 	// st is the scenario's state, found on the first sample (scenario
 	// states live as long as the run)
-	st atomic.Pointer[scenarioState]
+	st atomic.Pointer[Scenario]
 	// cells are the breakdown's rows of this tag set's http and grpc
 	// requests, once known (breakdown.cellOf; guarded by the breakdown's mu)
 	cells [2]*requestCell
@@ -53,7 +53,7 @@ func readSampleTags(ts *metrics.TagSet) *sampleTags {
 		}
 	}
 	t.phase, _ = ts.Get("phase")
-	t.regime, t.hasRegime = ts.Get(regimeTag)
+	t.regime, t.hasRegime = ts.Get(RegimeTag)
 	t.endpointTag, _ = ts.Get("endpoint")
 	t.endpoint = t.endpointTag
 	if t.endpoint == "" {

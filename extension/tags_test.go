@@ -15,7 +15,7 @@ import (
 func TestSampleTags(t *testing.T) {
 	t.Parallel()
 	root := metrics.NewRegistry().RootTagSet()
-	load := root.With(scenarioTag, "load").With("phase", "gameplay").With(regimeTag, "steady")
+	load := root.With(scenarioTag, "load").With("phase", "gameplay").With(RegimeTag, "steady")
 	for _, tc := range []struct {
 		name string
 		ts   *metrics.TagSet

@@ -76,7 +76,7 @@ func TestSettledNaNNeverFailsTheReport(t *testing.T) {
 	good := &ScenarioReport{Detection: Detection{Class: "flat"}, Regimes: map[string]*RegimeDist{},
 		Settled: settledReport{&results.Settled{Class: "flat"}}}
 	rep := &RunReport{Scenarios: map[string]*ScenarioReport{"bad": bad, "good": good}}
-	m, err := rep.js()
+	m, err := summaryJS(rep)
 	require.NoError(t, err)
 	scs := m["scenarios"].(map[string]any)
 	require.Contains(t, scs["bad"].(map[string]any)["settled"].(map[string]any)["error"], "the settled view cannot be written")

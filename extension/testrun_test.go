@@ -62,11 +62,11 @@ func goldenRunState(t *testing.T) *RunState {
 	require.NoError(t, rs.setConfig(cfg))
 	rs.bd.setMaxEndpoints(func(scenario string) int { return cfg.forScenario(scenario).MaxEndpoints }) // as configure() does
 	it, req := reg.Get(iterationDurationMetric), reg.Get(httpReqDurationMetric)
-	load := rs.scenario("load")
+	load := rs.Scenario("load")
 	load.mu.Lock()
 	load.start = time.Unix(1_699_999_999, 500_000_000) // as k6's scenario state gives it
 	load.mu.Unlock()
-	rs.scenario("idle") // declared, never ran
+	rs.Scenario("idle") // declared, never ran
 	rng := rand.New(rand.NewPCG(11, 12))
 	base := time.Unix(1_700_000_000, 0)
 	for i := range 6000 {
