@@ -93,16 +93,16 @@ vet:
 E2E_PKGS := ./test/...
 # the detector is single-goroutine code: its tests (the JMH corpus, PELT) run
 # without -race, which makes them several times slower; the packages that
-# call it from goroutines (extension, detect) run with it
+# call it from goroutines (the engine, the JS module, detect) run with it
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/' | grep -v '/detector$$')
 
-## test: vet, build k6 and the demo service, unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the extension's ingest without -race (heap bound), every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, Apache Otava, actionlint, kubeconform, the short live harness) one package at a time
+## test: vet, build k6 and the demo service, unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the run engine's ingest (internal/engine) without -race (heap bound), every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, Apache Otava, actionlint, kubeconform, the short live harness) one package at a time
 .PHONY: test
 test: vet build build-demo tools
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
 	cd demo && $(GO) test -race -count=1 -timeout 10m ./...
 	set -o pipefail; $(GO) test -count=1 -timeout 10m -v ./detector/ | grep -v -E '^(=== (RUN|PAUSE|CONT)|--- PASS|    --- PASS)'
-	set -o pipefail; $(GO) test -count=1 -timeout 5m -run '^TestIngestHourFlat$$' -v ./extension/ | grep -E '^(---|ok|FAIL|    soak_test)'
+	set -o pipefail; $(GO) test -count=1 -timeout 5m -run '^TestIngestHourFlat$$' -v ./internal/engine/ | grep -E '^(---|ok|FAIL|    soak_test)'
 	GO=$(GO) FUZZTIME=5s ./scripts/fuzz.sh
 	K6_BIN=$(CURDIR)/k6 DEMO_BIN=$(CURDIR)/bin/demo-service \
 	  ACTIONLINT_BIN=$(CURDIR)/$(ACTIONLINT) KUBECONFORM_BIN=$(CURDIR)/$(KUBECONFORM) \
@@ -116,7 +116,7 @@ prebuild: build build-demo
 	mkdir -p "$$dir/unit" "$$dir/e2e" && \
 	$(GO) test -race -c -o "$$dir/unit" $(UNIT_PKGS) && \
 	$(GO) test -race -c -o "$$dir/e2e" $(E2E_PKGS) && \
-	$(GO) test -c -o "$$dir" ./detector/ ./extension/ && \
+	$(GO) test -c -o "$$dir" ./detector/ ./internal/engine/ && \
 	(cd demo && $(GO) test -race -c -o "$$dir" ./...)
 
 ## test-short: the fast unit tests only
@@ -131,10 +131,10 @@ FUZZTIME ?= 60s
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
-## bench: Go benchmarks (-benchmem) of the detector and the extension's per-sample path, then paired stock-vs-extension k6 runs
+## bench: Go benchmarks (-benchmem) of the detector and the run engine's per-sample path (internal/engine), then paired stock-vs-extension k6 runs
 .PHONY: bench
 bench: build build-stock
-	$(GO) test -run '^$$' -bench . -benchmem ./detector/... ./extension/...
+	$(GO) test -run '^$$' -bench . -benchmem ./detector/... ./internal/engine/...
 	$(GO) run ./tools/k6bench -stock ./k6-stock -k6 $(K6) -pairs 6 -duration 4s
 
 ## soak: k6 with and without the extension, SOAK_DURATION (default 30m) each at SOAK_RATE (10000) empty iterations/s, RSS sampled, then the slopes and the difference; the extension's results folder in .cache/soak-results, its size and report.html's draw time in Chromium

@@ -1,10 +1,12 @@
-// Package extension is the k6 side of xk6-regime: the k6/x/regime JS module
-// (RootModule: per-iteration regime tags, steady-state detection, gates,
-// summary, saveResults) and the run engine behind it (RunState: ingest,
-// detectors, settled view, profile checks, the typed report). Outputs
-// observe a run through the small API it exports: RootModule.Run,
-// RunState.AddObserver, RemoveObserver and Report, the Observer interface,
-// TransitionRecord and RunReport. The module root (register.go) registers
-// the module, the `k6 x regime` subcommand and the xk6-regime-influxdb
-// output (internal/influxdb).
+// Package extension is the k6/x/regime JS module of xk6-regime: RootModule
+// (one per process) and its per-VU instance (module.go). It converts what
+// the script hands over (settings and options to JSON, functions,
+// numbers), checks where each function is called from (the init context or
+// a VU), tags each iteration with its scenario's regime from a hook on
+// __ITER, and calls the run engine (internal/engine) for everything else:
+// configure, wrap, observe, current, summary, saveResults, textSummary.
+//
+// RootModule.Run is the engine's run state, which the module root
+// (register.go) hands to the xk6-regime-influxdb output (internal/influxdb)
+// to observe.
 package extension

@@ -8,6 +8,7 @@ import (
 
 	"github.com/grafana/sobek"
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/engine"
 	"github.com/xk6-regime/xk6-regime/internal/observation"
 	"go.k6.io/k6/v2/js/common"
 	"go.k6.io/k6/v2/js/modules"
@@ -19,27 +20,27 @@ import (
 // state between every VU and the handleSummary runtime. Register it with
 // modules.Register; an output reaches the same run through Run.
 type RootModule struct {
-	rs *RunState
+	rs *engine.RunState
 
 	cfgMu   sync.Mutex
-	cfgJSON string  // settings of the first regime.configure() call
-	cfg     *Config // and its configuration
+	cfgJSON string         // settings of the first regime.configure() call
+	cfg     *engine.Config // and its configuration
 }
 
 var _ modules.Module = (*RootModule)(nil)
 
 // NewRootModule returns a module with a run state of its own.
-func NewRootModule() *RootModule { return &RootModule{rs: NewRunState()} }
+func NewRootModule() *RootModule { return &RootModule{rs: engine.NewRunState()} }
 
 // Run is the module's run state: what its JS functions read, and what an
 // output observes.
-func (r *RootModule) Run() *RunState { return r.rs }
+func (r *RootModule) Run() *engine.RunState { return r.rs }
 
 // moduleInstance is the module as seen by one VU (one JS runtime). It is
 // used only from that VU's goroutine.
 type moduleInstance struct {
 	root *RootModule
-	rs   *RunState
+	rs   *engine.RunState
 	vu   modules.VU
 
 	iterValue sobek.Value // what the script reads as __ITER
@@ -47,7 +48,7 @@ type moduleInstance struct {
 	// fast path of the iteration hook: nothing to do while the VU's tag set
 	// and its scenario's regime are what they were at the last tagging.
 	lastTags   *metrics.TagSet
-	st         *Scenario
+	st         *engine.Scenario
 	lastRegime detector.Regime
 	execNoted  bool
 
@@ -124,11 +125,11 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 	rs := mi.rs
 	rs.FlushPending(state.Samples)
 	switch rs.Tagging() {
-	case TaggingAuto:
+	case engine.TaggingAuto:
 		if fromWrap {
 			return // the hook has tagged this iteration already
 		}
-	case TaggingWrap:
+	case engine.TaggingWrap:
 		if !fromWrap {
 			return
 		}
@@ -153,7 +154,7 @@ func (mi *moduleInstance) tag(state *lib.State, cur *metrics.TagSet) {
 	st := mi.rs.Scenario(ss.Name)
 	mi.rs.NoteVU(state, st, ss, cur)
 	r := st.Regime()
-	state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.SetTag(RegimeTag, r.String()) })
+	state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.SetTag(engine.RegimeTag, r.String()) })
 	mi.lastTags = state.Tags.GetCurrentValues().Tags
 	mi.st, mi.lastRegime = st, r
 }
@@ -191,7 +192,7 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 	if env := mi.vu.InitEnv(); env != nil && env.TestPreInitState != nil && env.LookupEnv != nil {
 		lookup = env.LookupEnv
 	}
-	cfg, err := ParseConfig(optJSON, setJSON, lookup)
+	cfg, err := engine.ParseConfig(optJSON, setJSON, lookup)
 	if err != nil {
 		return err
 	}
@@ -204,8 +205,8 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 
 // applyTagging removes this runtime's iteration hook when the script does
 // not want automatic tagging, so wrap() is the only per-iteration cost.
-func (mi *moduleInstance) applyTagging(cfg *Config) error {
-	if cfg.Tagging == TaggingAuto {
+func (mi *moduleInstance) applyTagging(cfg *engine.Config) error {
+	if cfg.Tagging == engine.TaggingAuto {
 		return nil
 	}
 	err := mi.vu.Runtime().GlobalObject().DefineDataProperty("__ITER", mi.iterValue, sobek.FLAG_TRUE, sobek.FLAG_TRUE, sobek.FLAG_TRUE)
@@ -270,7 +271,7 @@ func (mi *moduleInstance) current() (string, error) {
 	if state == nil {
 		return "", errors.New("regime.current() can only be called while a VU runs an iteration, not in the init context")
 	}
-	if v, ok := state.Tags.GetCurrentValues().Tags.Get(RegimeTag); ok && v != "" {
+	if v, ok := state.Tags.GetCurrentValues().Tags.Get(engine.RegimeTag); ok && v != "" {
 		return v, nil
 	}
 	ss := lib.GetScenarioState(mi.vu.Context())
@@ -292,7 +293,7 @@ func (mi *moduleInstance) summary() (map[string]any, error) {
 // field name mapper, not by their JSON names, and would ignore omitempty,
 // the report's own marshallers (a settled view that cannot be written is
 // its error) and the JSON form of times.
-func summaryJS(rep *RunReport) (map[string]any, error) {
+func summaryJS(rep *engine.RunReport) (map[string]any, error) {
 	b, err := json.Marshal(rep)
 	if err != nil {
 		return nil, fmt.Errorf("regime.summary(): the report cannot be written: %w", err)
@@ -313,7 +314,7 @@ func (mi *moduleInstance) saveResults(v sobek.Value) (string, error) {
 		return "", errors.New("saveResults() must be called after the test (in handleSummary), not in the init context")
 	}
 	if !mi.rs.Ended() {
-		return "", ErrNotAfterTest // before the options are read, as SaveResults does
+		return "", engine.ErrNotAfterTest // before the options are read, as SaveResults does
 	}
 	b, err := exportJSON(v)
 	if err != nil {

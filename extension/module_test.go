@@ -1,7 +1,9 @@
 package extension
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,9 @@ import (
 	"go.k6.io/k6/v2/js/modulestest"
 	"go.k6.io/k6/v2/lib"
 	"go.k6.io/k6/v2/metrics"
+
+	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/engine"
 )
 
 // fakeVU is one VU of a simulated run: a real JS runtime with the module
@@ -63,7 +68,7 @@ func TestManyVUsRace(t *testing.T) {
 					pushed[s.Metric.Name]++
 					continue
 				}
-				r, _ := s.Tags.Get(RegimeTag)
+				r, _ := s.Tags.Get(engine.RegimeTag)
 				counts[r]++
 				for _, sm := range s.Metric.Submetrics {
 					if s.Tags.Contains(sm.Tags) {
@@ -105,7 +110,6 @@ func TestManyVUsRace(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	root.rs.testEnd()
 	close(samples)
 	<-engineDone
 
@@ -121,57 +125,10 @@ func TestManyVUsRace(t *testing.T) {
 	sc := sum["scenarios"].(map[string]any)["load"].(map[string]any)
 	require.EqualValues(t, total, sc["iterations"])
 	regimes := sc["regimes"].(map[string]any)
-	for _, name := range regimeNames {
+	for _, name := range detector.RegimeNames() {
 		require.EqualValues(t, counts[name], regimes[name].(map[string]any)["count"], name)
 	}
-	require.Equal(t, 1, pushed["regime_steady"], "the steady gate is pushed once per scenario")
-}
-
-func TestConfigureValidation(t *testing.T) {
-	t.Parallel()
-	opts := `{"scenarios":{"warmup":{},"gameplay":{}}}`
-	cases := []struct {
-		name, settings, want string
-	}{
-		{"unknown scenario", `{"scenarios":{"init":{}}}`, "option 'scenarios.init': no such scenario in options.scenarios; valid names: gameplay, warmup"},
-		{"unknown key", `{"tagz":"auto"}`, `unknown field "tagz"`},
-		{"bad tagging", `{"tagging":"manual"}`, "option 'tagging' is \"manual\"; valid values: auto, wrap, off"},
-		{"bad input", `{"input":"samples"}`, "option 'input' is \"samples\"; valid values: iteration, request, observe"},
-		{"request needs endpoint", `{"input":"request"}`, "needs 'scope' to be \"endpoint\""},
-		{"detector range", `{"scenarios":{"gameplay":{"detector":{"median_tolerance":-1}}}}`, "option 'scenarios.gameplay.detector': median_tolerance"},
-		{"detector unknown", `{"detector":{"windowz":3}}`, `option 'detector': unknown field "windowz"`},
-		{"maxEndpoints", `{"scenarios":{"gameplay":{"maxEndpoints":0}}}`, "option 'scenarios.gameplay.maxEndpoints' is 0; valid values: 1..100000"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := parseConfig([]byte(opts), []byte(tc.settings))
-			require.Error(t, err)
-			require.Contains(t, err.Error(), tc.want)
-		})
-	}
-
-	t.Run("several problems at once", func(t *testing.T) {
-		t.Parallel()
-		_, err := parseConfig([]byte(opts), []byte(`{"tagging":"x","scope":"y"}`))
-		require.ErrorContains(t, err, "'tagging'")
-		require.ErrorContains(t, err, "'scope'")
-	})
-	t.Run("valid", func(t *testing.T) {
-		t.Parallel()
-		cfg, err := parseConfig([]byte(opts), []byte(`{"scenarios":{"gameplay":{"scope":"endpoint"}}}`))
-		require.NoError(t, err)
-		require.Equal(t, scopeEndpoint, cfg.forScenario("gameplay").Scope)
-		require.Equal(t, inputRequest, cfg.forScenario("gameplay").Input)
-		require.Equal(t, scopeScenario, cfg.forScenario("warmup").Scope)
-		require.Equal(t, []string{"gameplay", "warmup"}, cfg.Declared)
-	})
-	t.Run("no scenarios means default", func(t *testing.T) {
-		t.Parallel()
-		cfg, err := parseConfig([]byte(`{"vus":2}`), nil)
-		require.NoError(t, err)
-		require.Equal(t, []string{"default"}, cfg.Declared)
-	})
+	require.Zero(t, pushed["regime_steady"], "the steady gate is pushed at the end of the test, not before")
 }
 
 // TestConfigureOnlyInInit: configure() in VU context is an error, and so is
@@ -202,4 +159,96 @@ func TestConfigureContext(t *testing.T) {
 	require.ErrorContains(t, err, "must be called in the init context")
 	_, err = rt.VU.Runtime().RunString(`regime.observe(-1)`)
 	require.ErrorContains(t, err, "-1 is not > 0")
+}
+
+// initVU is a module instance in an init context, with a registry.
+func initVU(t *testing.T, root *RootModule) (*modulestest.Runtime, *metrics.Registry) {
+	t.Helper()
+	registry := metrics.NewRegistry()
+	metrics.RegisterBuiltinMetrics(registry)
+	rt := modulestest.NewRuntime(t)
+	rt.VU.InitEnvField.Registry = registry
+	mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
+	require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))
+	return rt, registry
+}
+
+// handleSummaryVU is a module instance in a VU context outside any scenario,
+// as handleSummary, setup() and teardown() run.
+func handleSummaryVU(t *testing.T, root *RootModule) *modulestest.Runtime {
+	t.Helper()
+	rt, registry := initVU(t, root)
+	rt.MoveToVUContext(&lib.State{Tags: lib.NewVUStateTags(registry.RootTagSet())})
+	return rt
+}
+
+// scenarioVU is a module instance configured with settings (a JS object
+// literal), then in a VU context of scenario "load" with no regime tag yet.
+func scenarioVU(t *testing.T, root *RootModule, settings string) *modulestest.Runtime {
+	t.Helper()
+	rt, registry := initVU(t, root)
+	_, err := rt.VU.Runtime().RunString(`regime.configure({scenarios: {load: {}}}, ` + settings + `)`)
+	require.NoError(t, err)
+	rt.VU.CtxField = lib.WithScenarioState(rt.VU.CtxField, &lib.ScenarioState{Name: "load", StartTime: time.Now()})
+	rt.MoveToVUContext(&lib.State{Tags: lib.NewVUStateTags(registry.RootTagSet().With("scenario", "load"))})
+	return rt
+}
+
+// TestSaveResultsOnlyAfterTheTest: saveResults in the init context, or in
+// setup(), the default function or teardown() (before k6's TestEnd), is an
+// error that writes nothing, whatever its options; current() outside a
+// scenario iteration is an error, never "". (After the test:
+// internal/engine's TestSaveResultsAfterTheTest.)
+func TestSaveResultsOnlyAfterTheTest(t *testing.T) {
+	t.Parallel()
+	root := NewRootModule()
+	initRT, _ := initVU(t, root)
+	dir := t.TempDir()
+	_, err := initRT.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q})`, dir))
+	require.ErrorContains(t, err, "saveResults() must be called after the test (in handleSummary), not in the init context")
+
+	rt := handleSummaryVU(t, root)
+	_, err = rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q})`, dir))
+	require.ErrorContains(t, err, "saveResults() must be called from handleSummary")
+	_, err = rt.VU.Runtime().RunString(`regime.saveResults({dir: 'x', extra: {f: () => 1}, nosuchkey: 1})`)
+	require.ErrorContains(t, err, "saveResults() must be called from handleSummary", "before the options are read")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries)
+
+	_, err = rt.VU.Runtime().RunString(`regime.current()`)
+	require.ErrorContains(t, err, "no regime outside a scenario iteration")
+}
+
+// TestCurrentWithoutTag: with tagging 'off' an iteration has no regime tag;
+// current() gives its scenario's regime.
+func TestCurrentWithoutTag(t *testing.T) {
+	t.Parallel()
+	rt := scenarioVU(t, NewRootModule(), `{tagging: 'off'}`)
+	v, err := rt.VU.Runtime().RunString(`regime.current()`)
+	require.NoError(t, err)
+	require.Equal(t, "cold", v.String())
+}
+
+// TestObserveRefusesUnscalableValues: a first observe(5e-324) made the
+// detector's scale infinite, so no later value could ever be steady.
+func TestObserveRefusesUnscalableValues(t *testing.T) {
+	t.Parallel()
+	rt := scenarioVU(t, NewRootModule(), `{input: 'observe', detector: {method: 'benchmark'}}`)
+	_, err := rt.VU.Runtime().RunString(`regime.observe(5e-324)`)
+	require.ErrorContains(t, err, "5e-324 is below 1e-300")
+	_, err = rt.VU.Runtime().RunString(`for (let i = 0; i < 2000; i++) regime.observe(10 + (i % 7) / 10)`)
+	require.NoError(t, err)
+	v, err := rt.VU.Runtime().RunString(`regime.current()`)
+	require.NoError(t, err)
+	require.Equal(t, "steady", v.String(), "values after the refused one settle")
+}
+
+// TestObserveNeedsInputObserve: observe() in a scenario that learns from
+// its iterations is an error naming the setting.
+func TestObserveNeedsInputObserve(t *testing.T) {
+	t.Parallel()
+	rt := scenarioVU(t, NewRootModule(), `{}`)
+	_, err := rt.VU.Runtime().RunString(`regime.observe(5)`)
+	require.ErrorContains(t, err, `regime.observe: scenario "load" learns from input "iteration"; configure it with input: "observe"`)
 }

@@ -17,7 +17,7 @@ targets=(
 	"./internal/results FuzzReadHLog"
 	"./internal/results FuzzReadSeries"
 	"./internal/results FuzzParseBudgets"
-	"./extension FuzzParseConfig"
+	"./internal/engine FuzzParseConfig"
 	"./internal/influxdb FuzzInfluxConfig"
 	"./demo FuzzHTTPHandlers"  # its own module: run from demo/
 )

@@ -1,7 +1,7 @@
 // Package influxdb is the xk6-regime-influxdb output: it writes what the
 // detectors find (regime transitions, every closed detector window, the
 // final per-regime summary) to InfluxDB, next to the raw k6 samples that
-// k6's built-in `--out influxdb` writes. It is not a sample writer: it observes the run (extension.RunState,
+// k6's built-in `--out influxdb` writes. It is not a sample writer: it observes the run (engine.RunState,
 // through the Run interface).
 //
 //	k6 run --tag testid=run42 \
@@ -48,7 +48,7 @@ import (
 	"go.k6.io/k6/v2/output"
 
 	"github.com/xk6-regime/xk6-regime/detector"
-	"github.com/xk6-regime/xk6-regime/extension"
+	"github.com/xk6-regime/xk6-regime/internal/engine"
 )
 
 // Name is the output's name, to pass to --out.
@@ -82,16 +82,16 @@ type Output struct {
 
 // Run is what the output needs of the run it observes.
 type Run interface {
-	AddObserver(extension.Observer)
-	RemoveObserver(extension.Observer)
+	AddObserver(engine.Observer)
+	RemoveObserver(engine.Observer)
 	// Report is the run's report as it stands; the output reads it at Stop.
-	Report() *extension.RunReport
+	Report() *engine.RunReport
 }
 
 var (
-	_ output.Output      = (*Output)(nil)
-	_ extension.Observer = (*Output)(nil)
-	_ Run                = (*extension.RunState)(nil)
+	_ output.Output   = (*Output)(nil)
+	_ engine.Observer = (*Output)(nil)
+	_ Run             = (*engine.RunState)(nil)
 )
 
 // New builds the output from k6's params (its settings: config.go), to
@@ -166,9 +166,9 @@ func (o *Output) Start() error {
 // raw samples go through k6's own outputs.
 func (o *Output) AddMetricSamples([]metrics.SampleContainer) {}
 
-// Transition and Window are the observer callbacks (extension.Observer):
+// Transition and Window are the observer callbacks (engine.Observer):
 // they copy the event into the buffer, or count it dropped; they never block.
-func (o *Output) Transition(scenario string, t extension.TransitionRecord) {
+func (o *Output) Transition(scenario string, t engine.TransitionRecord) {
 	o.push(event{scenario: scenario, endpoint: t.Endpoint, tr: t})
 }
 

@@ -17,7 +17,7 @@ import (
 	"go.k6.io/k6/v2/output"
 
 	"github.com/xk6-regime/xk6-regime/detector"
-	"github.com/xk6-regime/xk6-regime/extension"
+	"github.com/xk6-regime/xk6-regime/internal/engine"
 )
 
 func TestIsPowerOf10(t *testing.T) {
@@ -28,26 +28,26 @@ func TestIsPowerOf10(t *testing.T) {
 }
 
 // fakeRun is a run as the output sees it (Run): it registers observers
-// and calls them as extension.RunState does, and its report is empty.
+// and calls them as engine.RunState does, and its report is empty.
 type fakeRun struct {
 	mu        sync.Mutex
-	observers []extension.Observer
+	observers []engine.Observer
 }
 
-func (r *fakeRun) AddObserver(o extension.Observer) {
+func (r *fakeRun) AddObserver(o engine.Observer) {
 	r.mu.Lock()
 	r.observers = append(r.observers, o)
 	r.mu.Unlock()
 }
 
-func (r *fakeRun) RemoveObserver(o extension.Observer) {
+func (r *fakeRun) RemoveObserver(o engine.Observer) {
 	r.mu.Lock()
-	r.observers = slices.DeleteFunc(slices.Clone(r.observers), func(x extension.Observer) bool { return x == o })
+	r.observers = slices.DeleteFunc(slices.Clone(r.observers), func(x engine.Observer) bool { return x == o })
 	r.mu.Unlock()
 }
 
-func (r *fakeRun) Report() *extension.RunReport {
-	return &extension.RunReport{Scenarios: map[string]*extension.ScenarioReport{}}
+func (r *fakeRun) Report() *engine.RunReport {
+	return &engine.RunReport{Scenarios: map[string]*engine.ScenarioReport{}}
 }
 
 // window calls every registered observer as a closed detector window does.

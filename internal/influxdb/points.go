@@ -13,7 +13,7 @@ import (
 	"github.com/influxdata/influxdb-client-go/v2/api/write"
 
 	"github.com/xk6-regime/xk6-regime/detector"
-	"github.com/xk6-regime/xk6-regime/extension"
+	"github.com/xk6-regime/xk6-regime/internal/engine"
 	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
@@ -29,7 +29,7 @@ const (
 type event struct {
 	scenario, endpoint string
 	isWindow           bool
-	tr                 extension.TransitionRecord
+	tr                 engine.TransitionRecord
 	w                  detector.Window
 }
 
@@ -88,7 +88,7 @@ func addFloatPtr(fields map[string]any, k string, v *float64) {
 // per scenario x regime (scenario-level values repeated on each, so that one
 // query finds them) and one regime_output point with the output's own
 // counts c: the points Stop writes last.
-func SummaryPoints(rep *extension.RunReport, c Counts, at time.Time) []*write.Point {
+func SummaryPoints(rep *engine.RunReport, c Counts, at time.Time) []*write.Point {
 	total := c.Dropped
 	var points []*write.Point
 	for _, name := range slices.Sorted(maps.Keys(rep.Scenarios)) {

@@ -13,8 +13,9 @@ import (
 // TestLayers checks the layering of docs/architecture.md on the import
 // graph `go list` reports: every package of the module imports only
 // packages of the layers its row allows, so that the statistics stay free
-// of k6, the results model free of the k6 glue, and the harness and tools
-// free of the extension.
+// of k6, the results model free of the k6 glue, the run engine free of the
+// JS module and the outputs, and the harness and tools free of the
+// extension.
 func TestLayers(t *testing.T) {
 	const mod = "github.com/xk6-regime/xk6-regime"
 	layer0 := []string{"detector", "internal/cliexit", "internal/distinct", "internal/observation"}
@@ -27,8 +28,9 @@ func TestLayers(t *testing.T) {
 		"internal/results":     layer0,
 		"internal/detectcli":   layer0,
 		"internal/regimecli":   layer1,
-		"extension":            layer1,
-		"internal/influxdb":    append([]string{"extension"}, layer1...),
+		"internal/engine":      layer1,
+		"extension":            append([]string{"internal/engine"}, layer1...),
+		"internal/influxdb":    append([]string{"internal/engine"}, layer1...),
 		"":                     {"extension", "internal/influxdb", "internal/regimecli"},
 		"cmd/k6":               {""},
 		"cmd/k6-stock":         nil,

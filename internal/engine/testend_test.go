@@ -1,6 +1,7 @@
-package extension
+package engine
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -42,12 +43,12 @@ func TestNoFalseEngineError(t *testing.T) {
 			rt.VU.InitEnvField.Logger = logger
 			rt.VU.InitEnvField.RuntimeOptions.SummaryMode = null.NewString(tc.mode, tc.mode != "")
 			rt.VU.InitEnvField.RuntimeOptions.NoThresholds = null.BoolFrom(tc.noThresholds)
-			root := NewRootModule()
-			root.NewModuleInstance(rt.VU)
+			rs := NewRunState()
+			require.NoError(t, rs.Install(rt.VU.InitEnv(), rt.VU.Events()))
 			ch := make(chan metrics.SampleContainer, 100)
 			var out chan<- metrics.SampleContainer = ch
-			root.rs.samples.Store(&out) // an iteration ran; none reached the detectors yet
-			root.rs.testEnd()
+			rs.samples.Store(&out) // an iteration ran; none reached the detectors yet
+			rs.testEnd()
 			var errs []string
 			for _, e := range hook.AllEntries() {
 				if e.Level == logrus.ErrorLevel {
@@ -76,8 +77,10 @@ func TestSettledNaNNeverFailsTheReport(t *testing.T) {
 	good := &ScenarioReport{Detection: Detection{Class: "flat"}, Regimes: map[string]*RegimeDist{},
 		Settled: settledReport{&results.Settled{Class: "flat"}}}
 	rep := &RunReport{Scenarios: map[string]*ScenarioReport{"bad": bad, "good": good}}
-	m, err := summaryJS(rep)
+	b, err := json.Marshal(rep) // what regime.summary() decodes
 	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
 	scs := m["scenarios"].(map[string]any)
 	require.Contains(t, scs["bad"].(map[string]any)["settled"].(map[string]any)["error"], "the settled view cannot be written")
 	require.Equal(t, "flat", scs["bad"].(map[string]any)["class"])

@@ -1,4 +1,4 @@
-package extension
+package engine
 
 import (
 	"time"
@@ -6,7 +6,7 @@ import (
 	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
-// Exports for the external tests (package extension_test), which may import
+// Exports for the external tests (package engine_test), which may import
 // internal/influxdb where an internal test may not (it imports this
 // package): the InfluxDB output driven by the real engine (influx_test.go)
 // and the report golden, whose summary points the output builds.
@@ -15,9 +15,6 @@ var (
 	FeedColdSteady  = feedColdSteady
 	GoldenRunState  = goldenRunState
 )
-
-// Summary is the report as JavaScript reads it (regime.summary()).
-func Summary(rs *RunState) (map[string]any, error) { return summaryJS(rs.Report()) }
 
 // BuildRun is the run as saveResults writes it, from a fresh recorder.
 func BuildRun(rs *RunState, testID string, now time.Time) (*results.Run, error) {

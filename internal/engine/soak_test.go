@@ -1,4 +1,4 @@
-package extension
+package engine
 
 import (
 	"math"
@@ -24,7 +24,7 @@ func TestIngestHourFlat(t *testing.T) { //nolint:paralleltest // measures the he
 	if raceEnabled || testing.Short() {
 		t.Skip("an hour of samples: run without -race and -short (make test does)")
 	}
-	root, registry, builtin := benchRun(t)
+	rs, registry, builtin := benchRun(t)
 	base := registry.RootTagSet().With("scenario", "load").With("phase", "gameplay")
 	iterTags := [3]*metrics.TagSet{}
 	for i, r := range regimeNames {
@@ -68,10 +68,10 @@ func TestIngestHourFlat(t *testing.T) { //nolint:paralleltest // measures the he
 			at := start.Add(time.Duration(sec)*time.Second + time.Duration(i)*(time.Second/perSecond))
 			v := level * (1 + 0.2*rng.ExpFloat64())
 			it.Tags, it.Time, it.Value = iterTags[regime], at, v
-			root.rs.ingest(sinkIteration, it)
+			rs.ingest(sinkIteration, it)
 			if i%10 == 0 {
 				rq.Tags, rq.Time, rq.Value = reqTags[regime][i%3], at, v*0.8
-				root.rs.ingest(sinkHTTP, rq)
+				rs.ingest(sinkHTTP, rq)
 			}
 		}
 		if sec == seconds/2-1 {
@@ -83,7 +83,7 @@ func TestIngestHourFlat(t *testing.T) { //nolint:paralleltest // measures the he
 		before, at30, end, end-before, end-at30)
 	require.Less(t, end-before, 64.0, "the extension's retained heap after an hour at 10k/s")
 	require.Less(t, end-at30, 4.0, "no growth of its own once the bounds are reached")
-	st := root.rs.Scenario("load")
+	st := rs.Scenario("load")
 	st.mu.Lock()
 	n := st.tagged[0].count + st.tagged[1].count + st.tagged[2].count
 	untagged := st.untagged

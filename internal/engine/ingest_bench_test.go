@@ -1,4 +1,4 @@
-package extension
+package engine
 
 import (
 	"io"
@@ -11,23 +11,24 @@ import (
 	"go.k6.io/k6/v2/metrics"
 )
 
-// benchRun is a run state installed on a fresh registry, logging nowhere.
-func benchRun(b testing.TB) (*RootModule, *metrics.Registry, *metrics.BuiltinMetrics) {
+// benchRun is a run state, observed by its results writer as in a run,
+// installed on a fresh registry, logging nowhere.
+func benchRun(b testing.TB) (*RunState, *metrics.Registry, *metrics.BuiltinMetrics) {
 	b.Helper()
 	registry := metrics.NewRegistry()
 	builtin := metrics.RegisterBuiltinMetrics(registry)
-	root := NewRootModule()
+	rs := NewRunState()
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
-	require.NoError(b, root.rs.install(registry, logger, common.Events{}))
-	return root, registry, builtin
+	require.NoError(b, rs.install(registry, logger, common.Events{}))
+	return rs, registry, builtin
 }
 
-// BenchmarkIngestIteration is the extension's cost per iteration on k6's
+// BenchmarkIngestIteration is the engine's cost per iteration on k6's
 // metrics-engine goroutine: the detection sink's work for one
 // iteration_duration sample (accounting, detector, results recorder).
 func BenchmarkIngestIteration(b *testing.B) {
-	root, registry, builtin := benchRun(b)
+	rs, registry, builtin := benchRun(b)
 	tags := registry.RootTagSet().With("scenario", "load").With("phase", "gameplay").With(RegimeTag, "steady")
 	s := metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.IterationDuration, Tags: tags}, Value: 5}
 	start := time.Now()
@@ -36,20 +37,20 @@ func BenchmarkIngestIteration(b *testing.B) {
 	for i := range b.N {
 		s.Time = start.Add(time.Duration(i) * time.Microsecond)
 		s.Value = 5 + float64(i%7)*0.1
-		root.rs.ingest(sinkIteration, s)
+		rs.ingest(sinkIteration, s)
 	}
 }
 
 // BenchmarkIngestRequest is the same for one http_req_duration sample (the
 // per phase x regime x endpoint breakdown).
 func BenchmarkIngestRequest(b *testing.B) {
-	root, registry, builtin := benchRun(b)
+	rs, registry, builtin := benchRun(b)
 	tags := registry.RootTagSet().With("scenario", "load").With("phase", "gameplay").
 		With(RegimeTag, "steady").With("endpoint", "claim").With("status", "200")
 	s := metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.HTTPReqDuration, Tags: tags}, Value: 2}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		root.rs.ingest(sinkHTTP, s)
+		rs.ingest(sinkHTTP, s)
 	}
 }

@@ -1,8 +1,9 @@
-package extension_test
+package engine_test
 
 // The InfluxDB output (internal/influxdb) fed by the real engine: a run
 // state's detection path, and what a fake InfluxDB server receives. These
-// are external tests because internal/influxdb imports this package.
+// are external tests because internal/influxdb imports this package
+// (export_test.go hands them the run state).
 
 import (
 	"bufio"
@@ -19,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.k6.io/k6/v2/output"
 
-	"github.com/xk6-regime/xk6-regime/extension"
+	"github.com/xk6-regime/xk6-regime/internal/engine"
 	"github.com/xk6-regime/xk6-regime/internal/influxdb"
 )
 
@@ -77,7 +78,7 @@ func (f *fakeInflux) written(prefix string) []string {
 
 // newTestInfluxOutput is the output observing rs, with settings from arg
 // and env, logging to a test hook at debug level.
-func newTestInfluxOutput(t *testing.T, rs *extension.RunState, arg string, env map[string]string) (*influxdb.Output, *logtest.Hook) {
+func newTestInfluxOutput(t *testing.T, rs *engine.RunState, arg string, env map[string]string) (*influxdb.Output, *logtest.Hook) {
 	t.Helper()
 	logger, hook := logtest.NewNullLogger()
 	logger.SetLevel(logrus.DebugLevel)
@@ -93,12 +94,12 @@ func newTestInfluxOutput(t *testing.T, rs *extension.RunState, arg string, env m
 func TestInfluxOutputWrites(t *testing.T) {
 	t.Parallel()
 	srv := newFakeInflux(t, 0)
-	rs, reg := extension.NewTestRunState(t)
+	rs, reg := engine.NewTestRunState(t)
 	o, hook := newTestInfluxOutput(t, rs, srv.URL+"/k6?testid=unit&flushInterval=50ms", map[string]string{
 		"K6_REGIME_INFLUXDB_USERNAME": "k6", "K6_REGIME_INFLUXDB_PASSWORD": "pw",
 	})
 	require.NoError(t, o.Start())
-	extension.FeedColdSteady(rs, reg, 3000)
+	engine.FeedColdSteady(rs, reg, 3000)
 	require.NoError(t, o.Stop())
 
 	tr := srv.written("regime_transition,")
@@ -149,12 +150,12 @@ func TestInfluxOutputRedactsToken(t *testing.T) {
 	t.Parallel()
 	const token = "tok-VERY-secret-42"
 	srv := newFakeInflux(t, http.StatusUnauthorized)
-	rs, reg := extension.NewTestRunState(t)
+	rs, reg := engine.NewTestRunState(t)
 	o, hook := newTestInfluxOutput(t, rs, srv.URL+"?flushInterval=20ms&maxRetries=0&bucket=perf&org=acme", map[string]string{
 		"K6_REGIME_INFLUXDB_TOKEN": token,
 	})
 	require.NoError(t, o.Start())
-	extension.FeedColdSteady(rs, reg, 1500)
+	engine.FeedColdSteady(rs, reg, 1500)
 	require.NoError(t, o.Stop())
 
 	srv.mu.Lock()

@@ -1,4 +1,4 @@
-package extension_test
+package engine_test
 
 // An external test: the InfluxDB summary points come from internal/influxdb,
 // which imports this package (export_test.go gives it the run state).
@@ -16,19 +16,20 @@ import (
 	"github.com/influxdata/influxdb-client-go/v2/api/write"
 	"github.com/stretchr/testify/require"
 
-	"github.com/xk6-regime/xk6-regime/extension"
+	"github.com/xk6-regime/xk6-regime/internal/engine"
 	"github.com/xk6-regime/xk6-regime/internal/influxdb"
 	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
 var updateReportGolden = flag.Bool("update-report", false, "rewrite testdata/report_golden.txt")
 
-// TestReportGolden pins what the extension hands out about a run: the JS
-// summary (as JSON), summary.json as saved, and the InfluxDB summary
-// points, by SHA-256, so that a refactor of how they are built shows any
-// change. Regenerate with -update-report after a deliberate change.
+// TestReportGolden pins what the engine hands out about a run: the report's
+// JSON (what regime.summary() gives JavaScript, decoded), summary.json as
+// saved, and the InfluxDB summary points, by SHA-256, so that a refactor of
+// how they are built shows any change. Regenerate with -update-report after
+// a deliberate change.
 func TestReportGolden(t *testing.T) {
-	rs := extension.GoldenRunState(t)
+	rs := engine.GoldenRunState(t)
 	var lines []string
 	add := func(name string, b []byte) {
 		lines = append(lines, fmt.Sprintf("%s %x", name, sha256.Sum256(b)))
@@ -36,10 +37,8 @@ func TestReportGolden(t *testing.T) {
 			require.NoError(t, os.WriteFile("/tmp/report-golden-"+name, b, 0o644))
 		}
 	}
-	// the JS summary, with its keys in order
-	sum, err := extension.Summary(rs)
-	require.NoError(t, err)
-	js, err := json.Marshal(sum)
+	// the JS summary: the report's JSON, with its keys in order
+	js, err := json.Marshal(rs.Report())
 	require.NoError(t, err)
 	var canon any
 	require.NoError(t, json.Unmarshal(js, &canon))
@@ -47,7 +46,7 @@ func TestReportGolden(t *testing.T) {
 	require.NoError(t, err)
 	add("summary.js.json", js)
 
-	run, err := extension.BuildRun(rs, "golden", time.Unix(1_700_000_100, 0))
+	run, err := engine.BuildRun(rs, "golden", time.Unix(1_700_000_100, 0))
 	require.NoError(t, err)
 	run.Summary.RunID = "run"
 	run.Summary.Environment = results.Environment{}

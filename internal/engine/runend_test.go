@@ -1,4 +1,4 @@
-package extension
+package engine
 
 import (
 	"errors"
@@ -7,14 +7,11 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.k6.io/k6/v2/errext"
 	"go.k6.io/k6/v2/errext/exitcodes"
-	"go.k6.io/k6/v2/js/modulestest"
 	"go.k6.io/k6/v2/lib"
-	"go.k6.io/k6/v2/metrics"
 
 	"github.com/xk6-regime/xk6-regime/internal/results"
 )
@@ -79,81 +76,50 @@ func TestExitError(t *testing.T) {
 	require.NoError(t, exitError(&struct{ Error string }{"not an error"}))
 }
 
-// initVU is a module instance in an init context, with a registry.
-func initVU(t *testing.T, root *RootModule) (*modulestest.Runtime, *metrics.Registry) {
+// endedRun is a run state whose test has ended (k6's TestEnd), as
+// handleSummary finds it.
+func endedRun(t *testing.T) *RunState {
 	t.Helper()
-	registry := metrics.NewRegistry()
-	metrics.RegisterBuiltinMetrics(registry)
-	rt := modulestest.NewRuntime(t)
-	rt.VU.InitEnvField.Registry = registry
-	mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
-	require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))
-	return rt, registry
+	rs := NewRunState()
+	rs.testEnd()
+	return rs
 }
 
-// handleSummaryVU is a module instance in a VU context outside any scenario,
-// as handleSummary, setup() and teardown() run.
-func handleSummaryVU(t *testing.T, root *RootModule) *modulestest.Runtime {
-	t.Helper()
-	rt, registry := initVU(t, root)
-	rt.MoveToVUContext(&lib.State{Tags: lib.NewVUStateTags(registry.RootTagSet())})
-	return rt
-}
+// saveJSON is saveResults' options as the JS module hands them over.
+func saveJSON(format string, args ...any) []byte { return []byte(fmt.Sprintf(format, args...)) }
 
-// scenarioVU is a module instance configured with settings (a JS object
-// literal), then in a VU context of scenario "load" with no regime tag yet.
-func scenarioVU(t *testing.T, root *RootModule, settings string) *modulestest.Runtime {
-	t.Helper()
-	rt, registry := initVU(t, root)
-	_, err := rt.VU.Runtime().RunString(`regime.configure({scenarios: {load: {}}}, ` + settings + `)`)
-	require.NoError(t, err)
-	rt.VU.CtxField = lib.WithScenarioState(rt.VU.CtxField, &lib.ScenarioState{Name: "load", StartTime: time.Now()})
-	rt.MoveToVUContext(&lib.State{Tags: lib.NewVUStateTags(registry.RootTagSet().With("scenario", "load"))})
-	return rt
-}
-
-// TestSaveResultsOnlyAfterTheTest: saveResults in setup(), the default
-// function or teardown() (before k6's TestEnd) is an error, as in the init
-// context; current() outside a scenario iteration is an error, never "".
-func TestSaveResultsOnlyAfterTheTest(t *testing.T) {
+// TestSaveResultsAfterTheTest: SaveResults before k6's TestEnd (in setup(),
+// the default function or teardown()) is an error that writes nothing,
+// whatever its options; after it, it writes the folder.
+func TestSaveResultsAfterTheTest(t *testing.T) {
 	t.Parallel()
-	root := NewRootModule()
-	rt := handleSummaryVU(t, root)
+	rs := NewRunState()
 	dir := t.TempDir()
-	_, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q})`, dir))
-	require.ErrorContains(t, err, "saveResults() must be called from handleSummary")
+	_, err := rs.SaveResults(saveJSON(`{"dir": %q}`, dir))
+	require.ErrorIs(t, err, ErrNotAfterTest)
+	_, err = rs.SaveResults([]byte(`{"nosuchkey": 1}`))
+	require.ErrorIs(t, err, ErrNotAfterTest, "before the options are read")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, entries)
+	require.False(t, rs.Ended())
 
-	_, err = rt.VU.Runtime().RunString(`regime.current()`)
-	require.ErrorContains(t, err, "no regime outside a scenario iteration")
-
-	root.rs.testEnd()
-	v, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q})`, dir))
+	rs.testEnd()
+	require.True(t, rs.Ended())
+	_, err = rs.SaveResults([]byte(`{"nosuchkey": 1}`))
+	require.ErrorContains(t, err, `saveResults: options: unknown field "nosuchkey" (valid keys: dir, testid,`)
+	path, err := rs.SaveResults(saveJSON(`{"dir": %q}`, dir))
 	require.NoError(t, err)
-	require.FileExists(t, filepath.Join(v.String(), results.SummaryFile))
-}
-
-// TestCurrentWithoutTag: with tagging 'off' an iteration has no regime tag;
-// current() gives its scenario's regime.
-func TestCurrentWithoutTag(t *testing.T) {
-	t.Parallel()
-	rt := scenarioVU(t, NewRootModule(), `{tagging: 'off'}`)
-	v, err := rt.VU.Runtime().RunString(`regime.current()`)
-	require.NoError(t, err)
-	require.Equal(t, "cold", v.String())
+	require.FileExists(t, filepath.Join(path, results.SummaryFile))
 }
 
 // TestSaveResultsReservedNames: extra files may not replace the folder's own.
 func TestSaveResultsReservedNames(t *testing.T) {
 	t.Parallel()
-	root := NewRootModule()
-	rt := handleSummaryVU(t, root)
-	root.rs.testEnd()
+	rs := endedRun(t)
 	dir := t.TempDir()
 	for _, name := range []string{"summary.json", "REPORT.html", "hdr", "series", "windows.csv", "requests.hlog", ".hidden", "../x", ""} {
-		_, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q, files: {%q: 'x'}})`, dir, name))
+		_, err := rs.SaveResults(saveJSON(`{"dir": %q, "files": {%q: "x"}}`, dir, name))
 		require.ErrorContains(t, err, "option 'files'", name)
 	}
 	entries, err := os.ReadDir(dir)
@@ -165,15 +131,13 @@ func TestSaveResultsReservedNames(t *testing.T) {
 // same testid get two complete folders.
 func TestSaveResultsSameSecondSameTestID(t *testing.T) {
 	t.Parallel()
-	root := NewRootModule()
-	rt := handleSummaryVU(t, root)
-	root.rs.testEnd()
+	rs := endedRun(t)
 	dir := t.TempDir()
 	var paths []string
 	for range 3 {
-		v, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q, testid: 'ci/run 1', files: {'note.txt': 'n'}})`, dir))
+		p, err := rs.SaveResults(saveJSON(`{"dir": %q, "testid": "ci/run 1", "files": {"note.txt": "n"}}`, dir))
 		require.NoError(t, err)
-		paths = append(paths, v.String())
+		paths = append(paths, p)
 	}
 	require.Len(t, map[string]bool{paths[0]: true, paths[1]: true, paths[2]: true}, 3)
 	for _, p := range paths {
@@ -191,29 +155,28 @@ func TestSaveResultsSameSecondSameTestID(t *testing.T) {
 // interrupted at saveResults; k6's Exit event adds its exit status.
 func TestRunEndSignalAndExit(t *testing.T) {
 	t.Parallel()
-	root := NewRootModule()
+	rs := NewRunState()
 	var ch chan<- os.Signal
-	root.rs.end.notify = func(c chan<- os.Signal, _ ...os.Signal) { ch = c }
+	rs.end.notify = func(c chan<- os.Signal, _ ...os.Signal) { ch = c }
 	stopped := false
-	root.rs.end.stop = func(chan<- os.Signal) { stopped = true }
-	rt := handleSummaryVU(t, root)
-	root.rs.end.testStart()
+	rs.end.stop = func(chan<- os.Signal) { stopped = true }
+	rs.end.testStart()
 	ch <- syscall.SIGINT
-	root.rs.testEnd()
-	v, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q})`, t.TempDir()))
+	rs.testEnd()
+	path, err := rs.SaveResults(saveJSON(`{"dir": %q}`, t.TempDir()))
 	require.NoError(t, err)
-	s, err := results.ReadSummary(v.String())
+	s, err := results.ReadSummary(path)
 	require.NoError(t, err)
 	require.Equal(t, &results.RunEnd{Status: results.EndInterrupted, Signal: "SIGINT"}, s.End)
 	require.True(t, s.Aborted)
 
-	root.rs.end.onExit(k6Err("test run was aborted because k6 received a 'interrupt' signal", exitcodes.ExternalAbort, errext.AbortedByUser))
+	rs.end.onExit(k6Err("test run was aborted because k6 received a 'interrupt' signal", exitcodes.ExternalAbort, errext.AbortedByUser))
 	require.True(t, stopped, "the signal listener stops at exit")
-	s, err = results.ReadSummary(v.String())
+	s, err = results.ReadSummary(path)
 	require.NoError(t, err)
 	require.Equal(t, results.EndInterrupted, s.End.Status)
 	require.Equal(t, 105, *s.End.ExitCode)
-	html, err := os.ReadFile(filepath.Join(v.String(), results.ReportFile))
+	html, err := os.ReadFile(filepath.Join(path, results.ReportFile))
 	require.NoError(t, err)
 	require.Contains(t, string(html), "interrupted by signal SIGINT")
 	require.Contains(t, string(html), "k6 exit status 105")
@@ -235,46 +198,28 @@ func TestRequiredSaveFailureExits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			root := NewRootModule()
+			rs := endedRun(t)
 			got := -1
-			root.rs.end.exit = func(c int) { got = c }
-			rt := handleSummaryVU(t, root)
-			root.rs.testEnd()
+			rs.end.exit = func(c int) { got = c }
 			notDir := filepath.Join(t.TempDir(), "file")
 			require.NoError(t, os.WriteFile(notDir, nil, 0o600))
-			_, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q, required: %v})`, notDir, tc.required))
+			_, err := rs.SaveResults(saveJSON(`{"dir": %q, "required": %v}`, notDir, tc.required))
 			require.ErrorContains(t, err, "saveResults")
-			root.rs.end.onExit(tc.runErr)
+			rs.end.onExit(tc.runErr)
 			require.Equal(t, tc.want, got)
 		})
 	}
-}
-
-// TestObserveRefusesUnscalableValues: a first observe(5e-324) made the
-// detector's scale infinite, so no later value could ever be steady.
-func TestObserveRefusesUnscalableValues(t *testing.T) {
-	t.Parallel()
-	rt := scenarioVU(t, NewRootModule(), `{input: 'observe', detector: {method: 'benchmark'}}`)
-	_, err := rt.VU.Runtime().RunString(`regime.observe(5e-324)`)
-	require.ErrorContains(t, err, "5e-324 is below 1e-300")
-	_, err = rt.VU.Runtime().RunString(`for (let i = 0; i < 2000; i++) regime.observe(10 + (i % 7) / 10)`)
-	require.NoError(t, err)
-	v, err := rt.VU.Runtime().RunString(`regime.current()`)
-	require.NoError(t, err)
-	require.Equal(t, "steady", v.String(), "values after the refused one settle")
 }
 
 // TestScriptAbortedMarkSurvivesExit: saveResults({aborted: true}) on a run
 // k6 saw complete keeps the script's mark when k6's exit status is added.
 func TestScriptAbortedMarkSurvivesExit(t *testing.T) {
 	t.Parallel()
-	root := NewRootModule()
-	rt := handleSummaryVU(t, root)
-	root.rs.testEnd()
-	v, err := rt.VU.Runtime().RunString(fmt.Sprintf(`regime.saveResults({dir: %q, aborted: true})`, t.TempDir()))
+	rs := endedRun(t)
+	path, err := rs.SaveResults(saveJSON(`{"dir": %q, "aborted": true}`, t.TempDir()))
 	require.NoError(t, err)
-	root.rs.end.onExit(nil)
-	s, err := results.ReadSummary(v.String())
+	rs.end.onExit(nil)
+	s, err := results.ReadSummary(path)
 	require.NoError(t, err)
 	require.Equal(t, results.EndAborted, s.End.Status)
 	require.Contains(t, s.End.Detail, "marked aborted by the script")

@@ -1,4 +1,4 @@
-package extension
+package engine
 
 import (
 	"fmt"
@@ -22,9 +22,12 @@ const (
 	httpReqDurationMetric   = "http_req_duration"
 	grpcReqDurationMetric   = "grpc_req_duration"
 
-	RegimeTag   = "regime"
 	scenarioTag = "scenario"
 )
+
+// RegimeTag is the tag that carries an iteration's regime (cold, warmup,
+// steady) on its samples: set by the JS module, read back by the engine.
+const RegimeTag = "regime"
 
 // k6 event type numbers (internal/event, which an extension cannot import).
 // The names are checked when an event arrives.

@@ -1,4 +1,4 @@
-package extension
+package engine
 
 import (
 	"os"
@@ -20,7 +20,7 @@ import (
 // keeps its hand-written TypeScript from drifting.
 func TestIndexTypesMatchReport(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile("../index.d.ts")
+	src, err := os.ReadFile("../../index.d.ts")
 	require.NoError(t, err)
 	for iface, v := range map[string]any{
 		"Summary":         RunReport{},

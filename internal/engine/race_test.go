@@ -1,5 +1,5 @@
 //go:build race
 
-package extension
+package engine
 
 const raceEnabled = true
