@@ -22,9 +22,8 @@ import (
 type RootModule struct {
 	rs *engine.RunState
 
-	cfgMu   sync.Mutex
-	cfgJSON string         // settings of the first regime.configure() call
-	cfg     *engine.Config // and its configuration
+	cfgMu sync.Mutex
+	cfg   *engine.Config // the configuration of the first regime.configure() call
 }
 
 var _ modules.Module = (*RootModule)(nil)
@@ -52,7 +51,11 @@ type moduleInstance struct {
 	lastRegime detector.Regime
 	execNoted  bool
 
-	configured string // settings of this runtime's regime.configure() call
+	// this runtime's first regime.configure() call: its configuration, or
+	// the error its settings were refused with
+	configured    bool
+	configuredCfg *engine.Config
+	configuredErr error
 }
 
 var _ modules.Instance = (*moduleInstance)(nil)
@@ -161,7 +164,9 @@ func (mi *moduleInstance) tag(state *lib.State, cur *metrics.TagSet) {
 
 // configure(options, settings) validates and installs the detection
 // settings. It must run in the init context, where a bad setting stops k6
-// before the test starts.
+// before the test starts. Every VU's init context runs the script: the
+// first call installs its configuration, and every other call must bring
+// the same one (compared parsed, so the order of keys does not matter).
 func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) error {
 	if mi.vu.State() != nil {
 		return errors.New("regime.configure() must be called in the init context (top level of the script)")
@@ -174,33 +179,44 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 	if err != nil {
 		return fmt.Errorf("regime.configure: settings: %w", err)
 	}
-	key := string(optJSON) + "\x00" + string(setJSON)
-	if mi.configured != "" && mi.configured != key {
+	lookup := func(string) (string, bool) { return "", false }
+	if env := mi.vu.InitEnv(); env != nil && env.TestPreInitState != nil && env.LookupEnv != nil {
+		lookup = env.LookupEnv
+	}
+	cfg, parseErr := engine.ParseConfig(optJSON, setJSON, lookup)
+	if mi.configured && !sameSettings(mi.configuredCfg, mi.configuredErr, cfg, parseErr) {
 		return errors.New("regime.configure() was called twice in this script with different settings; call it once, at the top level")
 	}
-	mi.configured = key
+	if !mi.configured {
+		mi.configured, mi.configuredCfg, mi.configuredErr = true, cfg, parseErr
+	}
 	mi.root.cfgMu.Lock()
 	defer mi.root.cfgMu.Unlock()
-	if mi.root.cfgJSON != "" {
-		if mi.root.cfgJSON != key {
+	if mi.root.cfg != nil {
+		if parseErr != nil || !mi.root.cfg.Equal(cfg) {
 			return errors.New("regime.configure() was called with different settings in another VU's init context; " +
 				"the settings must not depend on __VU, random values or the time")
 		}
 		return mi.applyTagging(mi.root.cfg)
 	}
-	lookup := func(string) (string, bool) { return "", false }
-	if env := mi.vu.InitEnv(); env != nil && env.TestPreInitState != nil && env.LookupEnv != nil {
-		lookup = env.LookupEnv
-	}
-	cfg, err := engine.ParseConfig(optJSON, setJSON, lookup)
-	if err != nil {
-		return err
+	if parseErr != nil {
+		return parseErr
 	}
 	if err := mi.rs.Configure(cfg); err != nil {
 		return err
 	}
-	mi.root.cfgJSON, mi.root.cfg = key, cfg
+	mi.root.cfg = cfg
 	return mi.applyTagging(cfg)
+}
+
+// sameSettings says whether two regime.configure() calls brought the same
+// settings: equal configurations, or settings refused alike (invalid
+// settings have no configuration to compare).
+func sameSettings(a *engine.Config, aErr error, b *engine.Config, bErr error) bool {
+	if aErr != nil || bErr != nil {
+		return aErr != nil && bErr != nil && aErr.Error() == bErr.Error()
+	}
+	return a.Equal(b)
 }
 
 // applyTagging removes this runtime's iteration hook when the script does

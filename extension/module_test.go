@@ -145,12 +145,21 @@ func TestConfigureContext(t *testing.T) {
 	require.ErrorContains(t, err, "called twice in this script with different settings", "one script, not another VU")
 	_, err = rt.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {scope:'scenario'})`)
 	require.NoError(t, err, "the same settings again are harmless")
+	_, err = rt.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {tagging:'auto', scope:'scenario'})`)
+	require.NoError(t, err, "the same configuration, the default spelt out")
 
 	other := modulestest.NewRuntime(t) // another VU's init context
 	omi := root.NewModuleInstance(other.VU).(*moduleInstance)
 	require.NoError(t, other.VU.Runtime().Set("regime", omi.Exports().Default))
 	_, err = other.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {scope:'endpoint'})`)
 	require.ErrorContains(t, err, "another VU's init context")
+	_, err = other.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {tagging:'maybe'})`)
+	require.ErrorContains(t, err, "called twice in this script with different settings", "this script's first call comes first")
+	third, _ := initVU(t, root)
+	_, err = third.VU.Runtime().RunString(`regime.configure({scenarios:{a:{}}}, {tagging:'maybe'})`)
+	require.ErrorContains(t, err, "another VU's init context", "invalid settings differ from another VU's")
+	_, err = third.VU.Runtime().RunString(`regime.configure({vus: 2, scenarios:{a:{executor:'constant-vus'}}}, {scope:'scenario'})`)
+	require.ErrorContains(t, err, "called twice in this script with different settings")
 	_, err = rt.VU.Runtime().RunString(`regime.wrap(42)`)
 	require.ErrorContains(t, err, "regime.wrap: expected a function")
 
@@ -159,6 +168,35 @@ func TestConfigureContext(t *testing.T) {
 	require.ErrorContains(t, err, "must be called in the init context")
 	_, err = rt.VU.Runtime().RunString(`regime.observe(-1)`)
 	require.ErrorContains(t, err, "-1 is not > 0")
+}
+
+// TestConfigureComparesConfigurations: every VU's init context calls
+// configure(); settings equal as JSON, whatever the order of their keys,
+// are the same settings. Refused settings refuse alike in every call.
+func TestConfigureComparesConfigurations(t *testing.T) {
+	t.Parallel()
+	root := NewRootModule()
+	first, _ := initVU(t, root)
+	_, err := first.VU.Runtime().RunString(`regime.configure({scenarios: {a: {}, b: {}}}, ` +
+		`{tagging: 'wrap', scenarios: {a: {scope: 'endpoint', maxEndpoints: 7, detector: {window_min: 30}}}})`)
+	require.NoError(t, err)
+	_, err = first.VU.Runtime().RunString(`regime.configure({scenarios: {b: {}, a: {}}}, ` +
+		`{scenarios: {a: {detector: {window_min: 30}, maxEndpoints: 7, scope: 'endpoint'}}, tagging: 'wrap'})`)
+	require.NoError(t, err, "the same script: its keys in another order")
+	second, _ := initVU(t, root)
+	_, err = second.VU.Runtime().RunString(`regime.configure({scenarios: {b: {}, a: {}}}, ` +
+		`{scenarios: {a: {maxEndpoints: 7, scope: 'endpoint', detector: {window_min: 30}}}, tagging: 'wrap'})`)
+	require.NoError(t, err, "another VU: its keys in another order")
+	require.Equal(t, engine.TaggingWrap, root.rs.Tagging())
+
+	bad := NewRootModule()
+	rt, _ := initVU(t, bad)
+	for range 2 {
+		_, err = rt.VU.Runtime().RunString(`regime.configure({}, {tagging: 'maybe'})`)
+		require.ErrorContains(t, err, `option 'tagging' is "maybe"`, "the same refused settings, refused again alike")
+	}
+	_, err = rt.VU.Runtime().RunString(`regime.configure({}, {tagging: 'never'})`)
+	require.ErrorContains(t, err, "called twice in this script with different settings")
 }
 
 // initVU is a module instance in an init context, with a registry.

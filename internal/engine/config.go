@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -101,6 +102,20 @@ const defaultGateFraction = 0.5
 
 func defaultConfig() *Config {
 	return &Config{Tagging: TaggingAuto, SeriesLimit: results.DefaultSeriesLimit, Defaults: defaultScenarioConfig()}
+}
+
+// Equal reports whether c and o are the same configuration: the same
+// settings of every scenario, the same declared scenarios, tracked metrics
+// and series limit, and the same profile (path and content). Settings equal
+// as JSON give Equal configurations whatever the order of their keys, and
+// so do options that declare the same scenarios.
+func (c *Config) Equal(o *Config) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	// every field is plain data (the detector's callbacks are set on the
+	// copies its scopes make, never here), so deep equality is equality
+	return reflect.DeepEqual(c, o)
 }
 
 // forScenario returns the configuration of the named scenario.

@@ -52,3 +52,50 @@ func TestConfigureValidation(t *testing.T) {
 		require.Equal(t, []string{"default"}, cfg.Declared)
 	})
 }
+
+// TestConfigEqual: configurations parsed from settings equal as JSON are
+// Equal whatever the order of their keys, and so are those of options that
+// declare the same scenarios; any other setting makes them differ.
+func TestConfigEqual(t *testing.T) {
+	t.Parallel()
+	parse := func(opts, settings string) *Config {
+		t.Helper()
+		cfg, err := parseConfig([]byte(opts), []byte(settings))
+		require.NoError(t, err)
+		return cfg
+	}
+	opts := `{"scenarios":{"a":{"executor":"constant-vus"},"b":{}}}`
+	base := parse(opts, `{"tagging":"wrap","track":["x","y"],"scenarios":{"a":{"scope":"endpoint","detector":{"window_min":30,"method":"service"}}}}`)
+	for _, tc := range []struct {
+		name, opts, settings string
+		equal                bool
+	}{
+		{"the same", opts, `{"tagging":"wrap","track":["x","y"],"scenarios":{"a":{"scope":"endpoint","detector":{"window_min":30,"method":"service"}}}}`, true},
+		{"keys in another order", `{"scenarios":{"b":{},"a":{"executor":"constant-vus"}}}`,
+			`{"scenarios":{"a":{"detector":{"method":"service","window_min":30},"scope":"endpoint"}},"track":["x","y"],"tagging":"wrap"}`, true},
+		{"defaults spelt out", opts, `{"tagging":"wrap","track":["x","y"],"input":"iteration","scenarios":{"a":{"scope":"endpoint","input":"request","detector":{"window_min":30}}}}`, true},
+		{"options other than the scenarios' names", `{"vus":3,"scenarios":{"a":{"executor":"shared-iterations"},"b":{}}}`,
+			`{"tagging":"wrap","track":["x","y"],"scenarios":{"a":{"scope":"endpoint","detector":{"window_min":30}}}}`, true},
+		{"another tagging", opts, `{"tagging":"auto","track":["x","y"],"scenarios":{"a":{"scope":"endpoint","detector":{"window_min":30}}}}`, false},
+		{"tracked in another order", opts, `{"tagging":"wrap","track":["y","x"],"scenarios":{"a":{"scope":"endpoint","detector":{"window_min":30}}}}`, false},
+		{"another detector setting", opts, `{"tagging":"wrap","track":["x","y"],"scenarios":{"a":{"scope":"endpoint","detector":{"window_min":31}}}}`, false},
+		{"another scenario", `{"scenarios":{"a":{},"c":{}}}`, `{"tagging":"wrap","track":["x","y"],"scenarios":{"a":{"scope":"endpoint","detector":{"window_min":30}}}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.equal, base.Equal(parse(tc.opts, tc.settings)))
+		})
+	}
+	require.False(t, base.Equal(nil))
+	require.True(t, (*Config)(nil).Equal(nil))
+
+	path := testProfile(t)
+	withProfile := func() *Config {
+		cfg, err := ParseConfig([]byte(`{"scenarios":{"load":{}}}`), []byte(`{"profile":`+jsonString(path)+`}`),
+			func(string) (string, bool) { return "", false })
+		require.NoError(t, err)
+		return cfg
+	}
+	require.True(t, withProfile().Equal(withProfile()), "a profile read twice")
+	require.False(t, withProfile().Equal(parse(`{"scenarios":{"load":{}}}`, `{}`)))
+}
