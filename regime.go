@@ -3,5 +3,5 @@
 // registers, in one place, the k6/x/regime JS module (package extension),
 // the `k6 x regime` subcommand (internal/regimecli) and the
 // xk6-regime-influxdb output (internal/influxdb), the output observing the
-// run state the JS module owns.
+// run the JS module drives (an internal/engine run state).
 package regime

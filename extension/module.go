@@ -304,11 +304,14 @@ func (mi *moduleInstance) summary() (map[string]any, error) {
 	return summaryJS(mi.rs.Report())
 }
 
-// summaryJS is the report as JavaScript reads it: its JSON, decoded. The
-// JSON is what index.d.ts types: sobek would name a struct's fields by k6's
-// field name mapper, not by their JSON names, and would ignore omitempty,
-// the report's own marshallers (a settled view that cannot be written is
-// its error) and the JSON form of times.
+// summaryJS is the report as JavaScript reads it: its JSON, decoded, at
+// the edge. The typed report handed to sobek as it is would not read the
+// same: sobek names a struct's fields by k6's field name mapper, not by
+// their JSON names (ttss_ms would be t_t_s_s_ms, p99_9 p999), keeps an
+// embedded struct as an object of its own (Detection's fields would move
+// under "detection"), and ignores omitempty, the report's own marshallers
+// (a settled view that cannot be written is its error) and the JSON form of
+// times. The JSON is what index.d.ts types (TestIndexTypesMatchReport).
 func summaryJS(rep *engine.RunReport) (map[string]any, error) {
 	b, err := json.Marshal(rep)
 	if err != nil {
