@@ -24,6 +24,10 @@ type RootModule struct {
 
 	cfgMu sync.Mutex
 	cfg   *engine.Config // the configuration of the first regime.configure() call
+	// cfgJSON is that call's options and settings as JSON: a VU whose call
+	// brings the same JSON (every VU of an ordinary script) takes cfg as it
+	// is, without parsing again or reading a profile file again
+	cfgJSON string
 }
 
 var _ modules.Module = (*RootModule)(nil)
@@ -179,6 +183,15 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 	if err != nil {
 		return fmt.Errorf("regime.configure: settings: %w", err)
 	}
+	key := string(optJSON) + "\x00" + string(setJSON)
+	mi.root.cfgMu.Lock()
+	if mi.root.cfg != nil && key == mi.root.cfgJSON && (!mi.configured || mi.configuredCfg == mi.root.cfg) {
+		cfg := mi.root.cfg
+		mi.root.cfgMu.Unlock()
+		mi.configured, mi.configuredCfg, mi.configuredErr = true, cfg, nil
+		return mi.applyTagging(cfg)
+	}
+	mi.root.cfgMu.Unlock()
 	lookup := func(string) (string, bool) { return "", false }
 	if env := mi.vu.InitEnv(); env != nil && env.TestPreInitState != nil && env.LookupEnv != nil {
 		lookup = env.LookupEnv
@@ -205,7 +218,7 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 	if err := mi.rs.Configure(cfg); err != nil {
 		return err
 	}
-	mi.root.cfg = cfg
+	mi.root.cfg, mi.root.cfgJSON = cfg, key
 	return mi.applyTagging(cfg)
 }
 

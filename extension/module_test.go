@@ -199,6 +199,39 @@ func TestConfigureComparesConfigurations(t *testing.T) {
 	require.ErrorContains(t, err, "called twice in this script with different settings")
 }
 
+// TestConfigureSameJSONTakesTheFirstConfiguration: a VU whose call brings
+// the first call's JSON (every VU of an ordinary script) takes that
+// configuration as it is, without parsing it (or reading a profile file)
+// again; another spelling of the same settings (a default spelled out) is
+// parsed and compared.
+func TestConfigureSameJSONTakesTheFirstConfiguration(t *testing.T) {
+	t.Parallel()
+	root := NewRootModule()
+	const call = `regime.configure({scenarios: {a: {}}}, {tagging: 'wrap', scenarios: {a: {maxEndpoints: 7}}})`
+	instance := func() (*modulestest.Runtime, *moduleInstance) {
+		rt := modulestest.NewRuntime(t)
+		registry := metrics.NewRegistry()
+		metrics.RegisterBuiltinMetrics(registry)
+		rt.VU.InitEnvField.Registry = registry
+		mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
+		require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))
+		return rt, mi
+	}
+	rt1, mi1 := instance()
+	_, err := rt1.VU.Runtime().RunString(call)
+	require.NoError(t, err)
+	require.Same(t, root.cfg, mi1.configuredCfg)
+	rt2, mi2 := instance()
+	_, err = rt2.VU.Runtime().RunString(call)
+	require.NoError(t, err)
+	require.Same(t, root.cfg, mi2.configuredCfg, "the same JSON: the first call's configuration itself")
+	rt3, mi3 := instance()
+	_, err = rt3.VU.Runtime().RunString(`regime.configure({scenarios: {a: {}}}, {tagging: 'wrap', seriesLimit: 100000, scenarios: {a: {maxEndpoints: 7}}})`)
+	require.NoError(t, err)
+	require.NotSame(t, root.cfg, mi3.configuredCfg, "another spelling (a default spelled out): parsed, then compared")
+	require.True(t, root.cfg.Equal(mi3.configuredCfg))
+}
+
 // initVU is a module instance in an init context, with a registry.
 func initVU(t *testing.T, root *RootModule) (*modulestest.Runtime, *metrics.Registry) {
 	t.Helper()
