@@ -31,34 +31,34 @@ type subBlocks struct {
 // kept, every other one of the older half is dropped (its block merges into
 // the previous one), so recent blocks stay fine and memory bounded.
 func (d *Detector) blkAdd(p Point, x float64) {
-	if d.blockFill == 0 {
-		if len(d.blocks) == cap(d.blocks) {
-			half := len(d.blocks) / 2
+	if d.scan.fill == 0 {
+		if len(d.scan.blocks) == cap(d.scan.blocks) {
+			half := len(d.scan.blocks) / 2
 			k := 0
 			for i := 0; i < half; i += 2 {
-				d.blocks[k] = d.blocks[i]
+				d.scan.blocks[k] = d.scan.blocks[i]
 				k++
 			}
-			k += copy(d.blocks[k:], d.blocks[half:])
-			d.blocks = d.blocks[:k]
+			k += copy(d.scan.blocks[k:], d.scan.blocks[half:])
+			d.scan.blocks = d.scan.blocks[:k]
 		}
-		d.blocks = append(d.blocks, block{first: p, n: d.sumN, s: d.sumX, s2: d.sumX2})
+		d.scan.blocks = append(d.scan.blocks, block{first: p, n: d.scan.sumN, s: d.scan.sumX, s2: d.scan.sumX2})
 	}
-	d.sumN++
-	d.sumX += x
-	d.sumX2 += x * x
-	if d.blockFill++; d.blockFill == subBlock {
-		d.blockFill = 0
+	d.scan.sumN++
+	d.scan.sumX += x
+	d.scan.sumX2 += x * x
+	if d.scan.fill++; d.scan.fill == subBlock {
+		d.scan.fill = 0
 	}
 }
 
 // blockAt returns the index of the first block that begins at or after
 // observation index i.
 func (d *Detector) blockAt(i int64) int {
-	lo, hi := 0, len(d.blocks)
+	lo, hi := 0, len(d.scan.blocks)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if d.blocks[m].first.Index < i {
+		if d.scan.blocks[m].first.Index < i {
 			lo = m + 1
 		} else {
 			hi = m
@@ -79,11 +79,11 @@ func (d *Detector) blockAt(i int64) int {
 // segmentation does with a likelihood ratio (Scott & Knott 1974).
 func (d *Detector) shift(from, after int64) (Point, bool) {
 	a := d.blockAt(from)
-	if a >= len(d.blocks) {
+	if a >= len(d.scan.blocks) {
 		return Point{}, false
 	}
-	b0 := &d.blocks[a]
-	nT, sT, qT := d.sumN-b0.n, d.sumX-b0.s, d.sumX2-b0.s2
+	b0 := &d.scan.blocks[a]
+	nT, sT, qT := d.scan.sumN-b0.n, d.scan.sumX-b0.s, d.scan.sumX2-b0.s2
 	minN := float64(d.cfg.ShiftMin)
 	if nT < 2*minN {
 		return Point{}, false
@@ -91,8 +91,8 @@ func (d *Detector) shift(from, after int64) (Point, bool) {
 	tol := d.cfg.MeanTolerance
 	best, bestZ := Point{}, d.cfg.ShiftZ
 	found := false
-	for c := max(a+1, d.blockAt(after)); c < len(d.blocks); c++ {
-		bc := &d.blocks[c]
+	for c := max(a+1, d.blockAt(after)); c < len(d.scan.blocks); c++ {
+		bc := &d.scan.blocks[c]
 		nL := bc.n - b0.n
 		if nL < minN {
 			continue
@@ -130,23 +130,23 @@ func (d *Detector) shift(from, after int64) (Point, bool) {
 // closeSub keeps the median of each of the window's first maxSubs
 // sub-blocks.
 func (d *Detector) subAdd(p Point, v float64) {
-	if d.wSub.n < maxSubs {
-		if d.sbN == 0 {
-			d.sbAt = p
+	if d.win.subs.n < maxSubs {
+		if d.win.sbN == 0 {
+			d.win.sbAt = p
 		}
-		d.sb[d.sbN] = v
-		d.sbN++
-		if d.sbN == subBlock {
+		d.win.sb[d.win.sbN] = v
+		d.win.sbN++
+		if d.win.sbN == subBlock {
 			d.closeSub()
 		}
 	}
 }
 
 func (d *Detector) closeSub() {
-	d.wSub.med[d.wSub.n] = float32(median5(&d.sb))
-	d.wSub.at[d.wSub.n] = d.sbAt
-	d.wSub.n++
-	d.sbN = 0
+	d.win.subs.med[d.win.subs.n] = float32(median5(&d.win.sb))
+	d.win.subs.at[d.win.subs.n] = d.win.sbAt
+	d.win.subs.n++
+	d.win.sbN = 0
 }
 
 // median5 is the median of five values by a min/max network (no branches

@@ -13,59 +13,59 @@ func (d *Detector) coldStep(p Point, v float64) {
 	if i < coldBufSize {
 		k := int64(d.cfg.ColdConfirm)
 		lo := max(0, i-k+1)
-		buf := d.coldMed[:0]
+		buf := d.cold.med[:0]
 		for j := lo; j <= i; j++ {
-			if d.coldV[j] > 0 {
-				buf = append(buf, d.coldV[j])
+			if d.cold.v[j] > 0 {
+				buf = append(buf, d.cold.v[j])
 			}
 		}
 		lim := d.cfg.ColdFactor * median(buf)
-		for d.coldCand <= i && (d.coldV[d.coldCand] > lim || !(d.coldV[d.coldCand] > 0)) {
-			d.coldCand++
+		for d.cold.cand <= i && (d.cold.v[d.cold.cand] > lim || !(d.cold.v[d.cold.cand] > 0)) {
+			d.cold.cand++
 		}
 	}
-	if i-d.coldCand+1 >= int64(d.cfg.ColdConfirm) || i+1 >= int64(d.cfg.ColdMax) {
+	if i-d.cold.cand+1 >= int64(d.cfg.ColdConfirm) || i+1 >= int64(d.cfg.ColdMax) {
 		d.endCold(p)
 	}
 }
 
 func (d *Detector) endCold(at Point) {
-	end := d.coldCand
+	end := d.cold.cand
 	if end > at.Index {
 		end = at.Index
 	}
 	t := at.Time
 	if end < coldBufSize {
-		t = d.coldT[end]
+		t = d.cold.at[end]
 	}
-	d.coldEnd = Point{Index: end, Time: t}
-	d.hasCold = true
+	d.cold.end = Point{Index: end, Time: t}
+	d.cold.found = true
 	// The cold observations belong to no window: restart the current window
 	// at cold_end, re-recording the buffered observations since then.
-	if end < coldBufSize && at.Index < coldBufSize && d.wN > 0 && d.wFirst.Index <= end {
+	if end < coldBufSize && at.Index < coldBufSize && d.win.n > 0 && d.win.first.Index <= end {
 		d.hist.Reset()
-		d.wSumSq = 0
-		d.wN = 0
-		d.sbN, d.wSub.n = 0, 0
-		d.blocks, d.blockFill, d.sumN, d.sumX, d.sumX2 = d.blocks[:0], 0, 0, 0, 0
+		d.win.sumSq = 0
+		d.win.n = 0
+		d.win.sbN, d.win.subs.n = 0, 0
+		d.scan.blocks, d.scan.fill, d.scan.sumN, d.scan.sumX, d.scan.sumX2 = d.scan.blocks[:0], 0, 0, 0, 0
 		for i := end; i <= at.Index; i++ {
-			if v := d.coldV[i]; v > 0 {
+			if v := d.cold.v[i]; v > 0 {
 				x := v * d.scale
 				d.hist.Record(x)
-				d.wSumSq += x * x
-				q := Point{Index: i, Time: d.coldT[i]}
+				d.win.sumSq += x * x
+				q := Point{Index: i, Time: d.cold.at[i]}
 				if d.cfg.ShiftZ > 0 {
 					d.blkAdd(q, x)
 				}
-				if d.wN == 0 {
-					d.wFirst = q
+				if d.win.n == 0 {
+					d.win.first = q
 				}
-				d.wN++
+				d.win.n++
 				d.subAdd(q, v)
 			}
 		}
 	}
-	d.floor = d.coldEnd
+	d.floor = d.cold.end
 	d.regime = Warmup
-	d.emit(Transition{From: Cold, To: Warmup, At: at, Boundary: d.coldEnd, Kind: KindColdEnd})
+	d.emit(Transition{From: Cold, To: Warmup, At: at, Boundary: d.cold.end, Kind: KindColdEnd})
 }

@@ -37,63 +37,85 @@ type Detector struct {
 	hiX   float64
 	hist  *Histogram
 
-	// current window
-	wFirst, wLast Point
-	wN            int64
-	wSumSq        float64
-	seq           int
-	// current sub-block of the window
-	sb   [subBlock]float64
-	sbN  int
-	sbAt Point
-	wSub subBlocks
-
-	ring []winSum
+	win  window      // the window being filled
+	ring []winSum    // closed windows' summaries (windows.go)
 	subs []subBlocks // parallel to ring
-	// shift scan: block boundaries and running sums since the cold end
-	blocks            []block
-	blockFill         int // observations in the newest block
-	sumN, sumX, sumX2 float64
-	cut               Point // where segment() found the last shift, if hasCut
-	hasCut            bool
-	scanFrom          int64 // steady state: shifts are sought from here on
-	shiftPending      bool  // a shift was found at the last window close, at shiftPendingAt
-	shiftPendingAt    Point
-	scratch           []float64
-	diffs             []float64
+	seq  int         // windows closed so far
 
-	// cold tail
-	coldV    [coldBufSize]float64
-	coldT    [coldBufSize]int64
-	coldMed  [maxColdConfirm]float64
-	coldCand int64 // the candidate end of the cold tail: its first observation that is not cold
-	coldEnd  Point
-	hasCold  bool
+	scan    shiftScan // blocks.go
+	scratch []float64
+	diffs   []float64
+
+	cold coldTail // cold.go
 
 	floor Point // segments may not start before this (cold end, last relapse)
 
 	trace trace // the series, bounded, for Hindsight
 
-	// steady state
-	hasSteady   bool
-	steadyStart Point
-	declaredAt  Point
-	mon         [3]monitor // by stat
+	steady steadyState // steady.go
+	class  Class
+
+	svc svcState // the service method's state (service.go)
+}
+
+// window is the window being filled: its first and last observations,
+// count and sum of squares, and its current sub-block of subBlock
+// observations (refineStart reads the window's sub-block medians).
+type window struct {
+	first, last Point
+	n           int64
+	sumSq       float64
+	sb          [subBlock]float64
+	sbN         int
+	sbAt        Point
+	subs        subBlocks
+}
+
+// shiftScan is the state of the shift scan (blocks.go): block boundaries
+// and running sums since the cold end, and where it found a shift.
+type shiftScan struct {
+	blocks            []block
+	fill              int // observations in the newest block
+	sumN, sumX, sumX2 float64
+	cut               Point // where segment() found the last shift, if hasCut
+	hasCut            bool
+	scanFrom          int64 // steady state: shifts are sought from here on
+	pending           bool  // a shift was found at the last window close, at pendingAt
+	pendingAt         Point
+}
+
+// coldTail is the state of the cold-tail search (cold.go): the last
+// observations and their running medians, the candidate end and, once
+// found, the end.
+type coldTail struct {
+	v     [coldBufSize]float64
+	at    [coldBufSize]int64
+	med   [maxColdConfirm]float64
+	cand  int64 // the candidate end of the cold tail: its first observation that is not cold
+	end   Point
+	found bool
+}
+
+// steadyState is the steady state (steady.go): where it started and was
+// declared, its level monitors, the one the last relapse lost (resumed if
+// the level returns) and the relapses so far.
+type steadyState struct {
+	has        bool
+	start      Point
+	declaredAt Point
+	mon        [3]monitor // by stat
 	// the steady state lost by the last relapse, resumed if the level returns
-	hasPrev bool
+	hasPrev   bool
+	prev      [3]monitor
+	prevStart Point
+	prevClass Class
 	// with shift_z on: the last relapse (at window seq shiftSeq) awaits
 	// resumeAfterShift
 	shifted        bool
 	shiftSeq       int
 	relapseShiftAt Point // where the shift of the last relapse began
-	prev           [3]monitor
-	prevStart      Point
-	prevClass      Class
-	class          Class
 	relapses       []Relapse
 	nRelapses      int
-
-	svc svcState // the service method's state (service.go)
 }
 
 // New returns a Detector for cfg, or the joined Validate errors.
@@ -112,7 +134,7 @@ func New(cfg Config) (*Detector, error) {
 		hiX:     hiX,
 		ring:    make([]winSum, 0, cfg.MaxWindows),
 		subs:    make([]subBlocks, 0, cfg.MaxWindows),
-		blocks:  make([]block, 0, maxBlocks),
+		scan:    shiftScan{blocks: make([]block, 0, maxBlocks)},
 		scratch: make([]float64, max(cfg.MaxWindows, maxSubs*refineWindows)),
 		diffs:   make([]float64, 0, 2*cfg.StableWindows+2),
 	}
@@ -160,7 +182,7 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 		d.outOfRange++
 	}
 	d.hist.Record(x)
-	d.wSumSq += x * x
+	d.win.sumSq += x * x
 	p := Point{Index: idx, Time: t}
 	if !d.cfg.DropTrace {
 		d.trace.add(p, v)
@@ -168,22 +190,22 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	if d.cfg.ShiftZ > 0 {
 		d.blkAdd(p, x) // the running sums serve only the shift test
 	}
-	if d.wN == 0 {
-		d.wFirst = p
+	if d.win.n == 0 {
+		d.win.first = p
 	}
-	d.wLast = p
-	d.wN++
+	d.win.last = p
+	d.win.n++
 	d.subAdd(p, v)
 	if idx < coldBufSize {
 		// the first observations are kept for the cold tail and MSER-5
-		d.coldV[idx] = v
-		d.coldT[idx] = t
+		d.cold.v[idx] = v
+		d.cold.at[idx] = t
 	}
 	if d.regime == Cold {
 		d.coldStep(p, v)
 	}
-	if d.wN >= int64(d.cfg.WindowMin) &&
-		(d.cfg.WindowMinDuration <= 0 || t-d.wFirst.Time >= int64(d.cfg.WindowMinDuration)) {
+	if d.win.n >= int64(d.cfg.WindowMin) &&
+		(d.cfg.WindowMinDuration <= 0 || t-d.win.first.Time >= int64(d.cfg.WindowMinDuration)) {
 		d.closeWindow()
 	}
 	return r
@@ -203,17 +225,17 @@ func (d *Detector) Snapshot() Snapshot {
 		N: d.n, Regime: d.regime, Counts: d.counts, OutOfRange: d.outOfRange,
 		Windows: d.seq, Class: d.class,
 	}
-	if d.hasCold {
-		s.ColdEnd = ptr(d.coldEnd)
+	if d.cold.found {
+		s.ColdEnd = ptr(d.cold.end)
 	}
-	if d.hasSteady {
-		s.SteadyStart = ptr(d.steadyStart)
-		s.DeclaredAt = ptr(d.declaredAt)
+	if d.steady.has {
+		s.SteadyStart = ptr(d.steady.start)
+		s.DeclaredAt = ptr(d.steady.declaredAt)
 	} else if d.class == Undecided && d.seq >= d.cfg.NoSteadyWindows {
 		s.Class = NoSteadyState
 	}
-	if len(d.relapses) > 0 {
-		s.Relapses = slices.Clone(d.relapses)
+	if len(d.steady.relapses) > 0 {
+		s.Relapses = slices.Clone(d.steady.relapses)
 	}
 	return s
 }

@@ -353,7 +353,7 @@ func TestDetectorMemoryBoundedRing(t *testing.T) {
 	require.LessOrEqual(t, len(d.ring), 32)
 	require.Equal(t, 32, cap(d.ring))
 	// the ring still covers the whole run after the cold tail, in order
-	require.Equal(t, d.coldEnd.Index, d.ring[0].first.Index)
+	require.Equal(t, d.cold.end.Index, d.ring[0].first.Index)
 	for j := 1; j < len(d.ring); j++ {
 		require.Equal(t, d.ring[j-1].last.Index+1, d.ring[j].first.Index)
 	}

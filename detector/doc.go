@@ -56,7 +56,9 @@
 //
 // # Where each stage lives
 //
-//   - detector.go: the Detector, Observe, Snapshot;
+//   - detector.go: the Detector, Observe, Snapshot, and the state of each
+//     stage as a struct of its own (window, coldTail, shiftScan,
+//     steadyState; the service method's svcState is in service.go);
 //   - cold.go: the cold tail;
 //   - windows.go: window summaries and their ring;
 //   - blocks.go: observation blocks (shift scan) and sub-blocks (refined starts);

@@ -8,18 +8,18 @@ import "math"
 // sums returns the count, sum and sum of squares of the observations in
 // blocks [i, j) (j = len(blocks): up to now).
 func (d *Detector) sums(i, j int) (n, s, q float64) {
-	a := &d.blocks[i]
-	if j >= len(d.blocks) {
-		return d.sumN - a.n, d.sumX - a.s, d.sumX2 - a.s2
+	a := &d.scan.blocks[i]
+	if j >= len(d.scan.blocks) {
+		return d.scan.sumN - a.n, d.scan.sumX - a.s, d.scan.sumX2 - a.s2
 	}
-	b := &d.blocks[j]
+	b := &d.scan.blocks[j]
 	return b.n - a.n, b.s - a.s, b.s2 - a.s2
 }
 
 // differ reports whether the means of blocks [i, j) and [k, l) differ by
 // the shift test (see shift).
 func (d *Detector) differ(i, j, k, l int) bool {
-	if i >= j || k >= l || j > len(d.blocks) || k >= len(d.blocks) {
+	if i >= j || k >= l || j > len(d.scan.blocks) || k >= len(d.scan.blocks) {
 		return false
 	}
 	nL, sL, qL := d.sums(i, j)
@@ -48,7 +48,7 @@ func meansDiffer(mA, rvA, mB, rvB, tol, z float64) bool {
 }
 
 func (d *Detector) evalWarmup() bool {
-	if d.shifted && d.resumeAfterShift() {
+	if d.steady.shifted && d.resumeAfterShift() {
 		return true
 	}
 	return d.evalGates()
@@ -84,9 +84,9 @@ func (d *Detector) evalGates() bool {
 		return false
 	}
 	if resume {
-		start = d.prevStart
-		d.class = d.prevClass
-		mon = restarted(d.prev)
+		start = d.steady.prevStart
+		d.class = d.steady.prevClass
+		mon = restarted(d.steady.prev)
 	} else {
 		d.class = d.classOf(s, lo, level, preLevel)
 	}
@@ -156,8 +156,8 @@ func (d *Detector) segmentStart(s, lo int, level, tau float64) (Point, float64) 
 			start = d.refineStart(s, level, tau, preLevel > level)
 		}
 	}
-	if d.hasCut && d.cut.Index > start.Index {
-		start = d.cut
+	if d.scan.hasCut && d.scan.cut.Index > start.Index {
+		start = d.scan.cut
 	}
 	return start, preLevel
 }
@@ -167,11 +167,11 @@ func (d *Detector) segmentStart(s, lo int, level, tau float64) (Point, float64) 
 // previous steady state (its start and levels) resumes, as the corpus
 // labels do when no lasting segment separates the two.
 func (d *Detector) resumes(mon [3]monitor) bool {
-	if !d.hasPrev {
+	if !d.steady.hasPrev {
 		return false
 	}
-	for st := range d.prev {
-		p := &d.prev[st]
+	for st := range d.steady.prev {
+		p := &d.steady.prev[st]
 		if p.on && (!mon[st].on || math.Abs(mon[st].level/p.level-1) > p.tau) {
 			return false
 		}
@@ -184,11 +184,11 @@ func (d *Detector) resumes(mon [3]monitor) bool {
 // with the steady state a relapse ended.
 func (d *Detector) classOf(s, lo int, level, preLevel float64) Class {
 	switch {
-	case d.nRelapses > 0 && math.Abs(level/d.prev[statMedian].level-1) <= d.prev[statMedian].tau:
+	case d.steady.nRelapses > 0 && math.Abs(level/d.steady.prev[statMedian].level-1) <= d.steady.prev[statMedian].tau:
 		// back at the level of the steady state a burst ended: same shape
-		return d.prevClass
-	case d.nRelapses > 0:
-		if prev := d.relapses[min(d.nRelapses, maxStoredRelapses)-1].From; level < prev {
+		return d.steady.prevClass
+	case d.steady.nRelapses > 0:
+		if prev := d.steady.relapses[min(d.steady.nRelapses, maxStoredRelapses)-1].From; level < prev {
 			return ClassWarmup
 		}
 		return Slowdown

@@ -217,8 +217,8 @@ func (d *Detector) Hindsight() (Snapshot, error) {
 	}
 	tol := d.cfg.MeanTolerance
 	st := labelStart(x, tol)
-	if d.hasCold {
-		for st < len(at) && at[st].Index < d.coldEnd.Index {
+	if d.cold.found {
+		for st < len(at) && at[st].Index < d.cold.end.Index {
 			st++
 		}
 		if st == len(at) {
@@ -239,7 +239,7 @@ func (d *Detector) Hindsight() (Snapshot, error) {
 	s.SteadyStart = ptr(start)
 	pre, post := median(slices.Clone(x[:st])), median(slices.Clone(x[st:]))
 	switch {
-	case st == 0 || start.Index < subBlock || (d.hasCold && start.Index <= d.coldEnd.Index) ||
+	case st == 0 || start.Index < subBlock || (d.cold.found && start.Index <= d.cold.end.Index) ||
 		math.Abs(pre/post-1) <= d.cfg.MeanTolerance:
 		s.Class = Flat // what came before is a few observations, the cold tail, or at the steady level
 	case pre > post:

@@ -129,7 +129,7 @@ func (d *Detector) segment(lo int) (start int, taus [3]float64, ok bool) {
 	// Nor may it span a shift in mean (observation-block resolution): it
 	// starts at the last one, found by binary segmentation to the right.
 	// (Sought last: it is the costliest test, O(blocks in the segment).)
-	d.hasCut = false
+	d.scan.hasCut = false
 	if d.cfg.ShiftZ > 0 && d.cfg.MeanTolerance > 0 && last-start+1 >= d.cfg.StableWindows {
 		from := d.ring[start].first.Index
 		for range maxSplits {
@@ -137,9 +137,9 @@ func (d *Detector) segment(lo int) (start int, taus [3]float64, ok bool) {
 			if !ok {
 				break
 			}
-			from, d.cut, d.hasCut = c.Index, c, true
+			from, d.scan.cut, d.scan.hasCut = c.Index, c, true
 		}
-		for d.hasCut && start <= last && d.ring[start].last.Index < from {
+		for d.scan.hasCut && start <= last && d.ring[start].last.Index < from {
 			start++
 		}
 	}
@@ -205,7 +205,7 @@ func (d *Detector) truncate(s int, floor Point) Point {
 	}
 	if d.cfg.MSER5 && start.Index < coldBufSize/2 {
 		if i := d.mser5(start.Index, d.ring[last].last.Index+1); i > start.Index {
-			start = Point{Index: i, Time: d.coldT[i]}
+			start = Point{Index: i, Time: d.cold.at[i]}
 		}
 	}
 	return start
@@ -275,7 +275,7 @@ func (d *Detector) mser5(from, to int64) int64 {
 	for b := k - 1; b >= 0; b-- {
 		var m float64
 		for i := from + 5*b; i < from+5*b+5; i++ {
-			m += d.coldV[i]
+			m += d.cold.v[i]
 		}
 		m /= 5
 		sn++

@@ -184,7 +184,7 @@ type svcSegment struct {
 // svcWarmup looks for a steady segment at a window close; it reports
 // whether steady state was declared.
 func (d *Detector) svcWarmup() bool {
-	if d.hasPrev && d.svcResume() {
+	if d.steady.hasPrev && d.svcResume() {
 		return true
 	}
 	if d.seq < d.svc.minSeq {
@@ -235,8 +235,8 @@ func (d *Detector) svcSearchFrom() (int, bool) {
 	}
 	if w := int64(d.cfg.PriorWarmup); w > 0 {
 		// a prior warm-up end: no steady state starts before it
-		end := d.coldT[0] + w
-		if d.wLast.Time < end {
+		end := d.cold.at[0] + w
+		if d.win.last.Time < end {
 			return lo, false
 		}
 		for lo <= last && d.ring[lo].first.Time < end {
@@ -336,8 +336,8 @@ func (d *Detector) svcHalvesAgree(g svcSegment, afterTransient, prior bool) bool
 // relapse ended.
 func (d *Detector) svcClass(g svcSegment) Class {
 	switch {
-	case d.nRelapses > 0:
-		if prev := d.relapses[min(d.nRelapses, maxStoredRelapses)-1].From; math.Exp(g.level) < prev {
+	case d.steady.nRelapses > 0:
+		if prev := d.steady.relapses[min(d.steady.nRelapses, maxStoredRelapses)-1].From; math.Exp(g.level) < prev {
 			return ClassWarmup
 		}
 		return Slowdown
@@ -372,7 +372,7 @@ func (d *Detector) atPriorLevel(level float64) bool {
 // svcSteady watches the steady level at a window close; it reports whether
 // the window lies within the relapse band.
 func (d *Detector) svcSteady(w winSum) bool {
-	lo := d.firstAfter(d.steadyStart.Index)
+	lo := d.firstAfter(d.steady.start.Index)
 	d.logs(lo, false)
 	y := d.svc.y
 	n := len(y)
@@ -402,7 +402,7 @@ func (d *Detector) svcSteady(w winSum) bool {
 	// the shift began about 2r-1 windows ago (r windows in the recent
 	// median, r closes in a row)
 	b := d.ring[max(lo, len(d.ring)-2*r+1)].first
-	d.svc.prevDeclared = d.declaredAt
+	d.svc.prevDeclared = d.steady.declaredAt
 	d.relapse(w, b, b, true)
 	d.svc.minSeq = d.seq + d.cfg.SettleWindows
 	d.svc.over, d.svc.back = 0, 0
@@ -423,7 +423,7 @@ func (d *Detector) svcResume() bool {
 	if len(d.svc.y) < r {
 		return false
 	}
-	prev := d.prev[statMedian].level
+	prev := d.steady.prev[statMedian].level
 	if prev <= 0 || math.Abs(d.medianOf(d.svc.y)-math.Log(prev)) > math.Log1p(d.cfg.MedianTolerance) {
 		d.svc.back = 0
 		return false
@@ -431,11 +431,11 @@ func (d *Detector) svcResume() bool {
 	if d.svc.back++; d.svc.back < r {
 		return false
 	}
-	d.class = d.prevClass
+	d.class = d.steady.prevClass
 	d.svc.over, d.svc.back = 0, 0
-	d.enterSteady(d.prevStart, d.prev, d.prevStart.Index)
-	d.declaredAt = d.svc.prevDeclared
-	d.hasPrev = false
+	d.enterSteady(d.steady.prevStart, d.steady.prev, d.steady.prevStart.Index)
+	d.steady.declaredAt = d.svc.prevDeclared
+	d.steady.hasPrev = false
 	return true
 }
 
@@ -462,12 +462,12 @@ const driftTau = 0.75
 // differ by that much (tau within +-0.6 on the 35 runs of settled services
 // of the harness's first batch, where a halves rule failed 6 of them).
 func (d *Detector) Drift() (change float64, held, ok bool) {
-	if !d.hasSteady || d.regime != Steady || d.cfg.Method != MethodService {
+	if !d.steady.has || d.regime != Steady || d.cfg.Method != MethodService {
 		return 0, false, false
 	}
-	lo := d.firstAfter(d.steadyStart.Index)
+	lo := d.firstAfter(d.steady.start.Index)
 	// the window the steady state starts in is mixed: skip it
-	if lo < len(d.ring) && d.ring[lo].first.Index < d.steadyStart.Index {
+	if lo < len(d.ring) && d.ring[lo].first.Index < d.steady.start.Index {
 		lo++
 	}
 	n := len(d.ring) - lo

@@ -16,10 +16,10 @@ import "math"
 // run); if not, the excursion was no segment of its own and the previous
 // steady state resumes.
 func (d *Detector) resumeAfterShift() bool {
-	if d.seq-d.shiftSeq < d.cfg.RelapseWindows {
+	if d.seq-d.steady.shiftSeq < d.cfg.RelapseWindows {
 		return false
 	}
-	c := d.relapseShiftAt
+	c := d.steady.relapseShiftAt
 	e := c
 	for range maxSplits {
 		x, ok := d.shift(e.Index, e.Index)
@@ -28,14 +28,14 @@ func (d *Detector) resumeAfterShift() bool {
 		}
 		e = x
 	}
-	p, q, now := d.blockAt(d.prevStart.Index), d.blockAt(c.Index), len(d.blocks)
+	p, q, now := d.blockAt(d.steady.prevStart.Index), d.blockAt(c.Index), len(d.scan.blocks)
 	if d.differ(p, q, d.blockAt(e.Index), now) {
 		return false
 	}
-	start := d.prevStart
+	start := d.steady.prevStart
 	// The excursion now lies inside the steady state: it is not sought
 	// again (that would be a relapse every window: flapping).
-	d.scanFrom = d.ring[len(d.ring)-1].last.Index + 1
+	d.scan.scanFrom = d.ring[len(d.ring)-1].last.Index + 1
 	if e.Index > c.Index {
 		last := d.ring[len(d.ring)-1].last.Index
 		if f := d.cfg.MinSteadyFraction; float64(last-e.Index+1) < f*float64(last+1) {
@@ -43,9 +43,9 @@ func (d *Detector) resumeAfterShift() bool {
 		}
 		start = e
 	}
-	d.shifted = false
-	d.class = d.prevClass
-	d.enterSteady(start, restarted(d.prev), d.scanFrom)
+	d.steady.shifted = false
+	d.class = d.steady.prevClass
+	d.enterSteady(start, restarted(d.steady.prev), d.scan.scanFrom)
 	return true
 }
 
@@ -60,13 +60,13 @@ func restarted(m [3]monitor) [3]monitor {
 // enterSteady declares steady state from start, watched by mon; shifts are
 // sought from scanFrom on.
 func (d *Detector) enterSteady(start Point, mon [3]monitor, scanFrom int64) {
-	d.hasSteady = true
-	d.steadyStart = start
-	d.scanFrom = scanFrom
-	d.declaredAt = d.ring[len(d.ring)-1].last
-	d.mon = mon
+	d.steady.has = true
+	d.steady.start = start
+	d.scan.scanFrom = scanFrom
+	d.steady.declaredAt = d.ring[len(d.ring)-1].last
+	d.steady.mon = mon
 	d.regime = Steady
-	d.emit(Transition{From: Warmup, To: Steady, At: d.declaredAt, Boundary: start, Kind: KindSteady})
+	d.emit(Transition{From: Warmup, To: Steady, At: d.steady.declaredAt, Boundary: start, Kind: KindSteady})
 }
 
 // monitor is a forward two-sided CUSUM of one window statistic against the
@@ -112,8 +112,8 @@ func (d *Detector) evalSteady(w winSum) bool {
 	stable := true
 	alarm := false
 	var b Point
-	for st := range d.mon {
-		m := &d.mon[st]
+	for st := range d.steady.mon {
+		m := &d.steady.mon[st]
 		if !m.on {
 			continue
 		}
@@ -135,16 +135,16 @@ func (d *Detector) evalSteady(w winSum) bool {
 		// that the points tested per window stay about shiftPoints: a
 		// shift early in the segment (the segment started too early) only
 		// becomes significant as the part after it grows.
-		after := max(d.steadyStart.Index, d.scanFrom)
+		after := max(d.steady.start.Index, d.scan.scanFrom)
 		a := d.blockAt(after)
-		if k := (len(d.blocks) - a) / shiftPoints; k > 1 && d.seq%k != 0 {
+		if k := (len(d.scan.blocks) - a) / shiftPoints; k > 1 && d.seq%k != 0 {
 			after = max(after, w.last.Index+1-int64(shiftRecent*d.cfg.ShiftMin))
 		}
-		if d.shiftPending {
-			after = min(after, d.shiftPendingAt.Index)
+		if d.scan.pending {
+			after = min(after, d.scan.pendingAt.Index)
 		}
-		c, ok := d.shift(d.steadyStart.Index, after)
-		if ok && d.shiftPending {
+		c, ok := d.shift(d.steady.start.Index, after)
+		if ok && d.scan.pending {
 			// the recent observations' mean left the band, at two window
 			// closes in a row (hysteresis: a fluctuation that the next
 			// window dilutes is none): a new level, or a transient
@@ -152,7 +152,7 @@ func (d *Detector) evalSteady(w winSum) bool {
 			d.relapse(w, c, c, true)
 			return false
 		}
-		d.shiftPending, d.shiftPendingAt = ok, c
+		d.scan.pending, d.scan.pendingAt = ok, c
 	}
 	if !alarm {
 		return stable
@@ -165,11 +165,11 @@ func (d *Detector) evalSteady(w winSum) bool {
 // the means of the stable_windows windows before it, within the steady
 // segment (a level that wanders inside its band is followed).
 func (d *Detector) isBurst(w winSum) bool {
-	m := &d.mon[statMean]
+	m := &d.steady.mon[statMean]
 	if d.cfg.BurstZ <= 0 || !m.on {
 		return false
 	}
-	lo := d.firstAfter(d.steadyStart.Index)
+	lo := d.firstAfter(d.steady.start.Index)
 	s := d.scratch[:0]
 	for j := len(d.ring) - 2; j >= lo && len(s) < d.cfg.StableWindows; j-- {
 		s = append(s, d.ring[j].mean)
@@ -190,18 +190,18 @@ func (d *Detector) relapse(w winSum, b, floor Point, resumable bool) {
 	for j := lo; j < len(d.ring); j++ {
 		after = append(after, d.ring[j].med)
 	}
-	rl := Relapse{At: w.last, Boundary: b, From: d.mon[statMedian].level, To: median(after)}
-	if len(d.relapses) < maxStoredRelapses {
-		d.relapses = append(d.relapses, rl)
+	rl := Relapse{At: w.last, Boundary: b, From: d.steady.mon[statMedian].level, To: median(after)}
+	if len(d.steady.relapses) < maxStoredRelapses {
+		d.steady.relapses = append(d.steady.relapses, rl)
 	}
-	d.nRelapses++
-	d.hasPrev = resumable
-	d.shiftPending = false
-	d.shifted, d.shiftSeq, d.relapseShiftAt = d.cfg.ShiftZ > 0 && d.cfg.MeanTolerance > 0, d.seq, b
-	d.prev = d.mon
-	d.prevStart = d.steadyStart
-	d.prevClass = d.class
-	d.hasSteady = false
+	d.steady.nRelapses++
+	d.steady.hasPrev = resumable
+	d.scan.pending = false
+	d.steady.shifted, d.steady.shiftSeq, d.steady.relapseShiftAt = d.cfg.ShiftZ > 0 && d.cfg.MeanTolerance > 0, d.seq, b
+	d.steady.prev = d.steady.mon
+	d.steady.prevStart = d.steady.start
+	d.steady.prevClass = d.class
+	d.steady.has = false
 	d.floor = floor
 	d.regime = Warmup
 	d.class = NoSteadyState

@@ -29,12 +29,12 @@ func (d *Detector) tailQuantile(n int64) float64 {
 
 func (d *Detector) closeWindow() {
 	if d.regime == Cold {
-		d.endCold(d.wLast)
-		if d.wN < int64(d.cfg.WindowMin) {
+		d.endCold(d.win.last)
+		if d.win.n < int64(d.cfg.WindowMin) {
 			return
 		}
 	}
-	n := d.wN
+	n := d.win.n
 	tq := d.tailQuantile(n)
 	med := d.hist.Quantile(50) / d.scale
 	tail := d.hist.Quantile(tq) / d.scale
@@ -44,19 +44,19 @@ func (d *Detector) closeWindow() {
 	// variance: what the mean of a stationary series would scatter by.
 	se := 0.0
 	if n > 1 && mx > 0 {
-		vr := (d.wSumSq/float64(n) - mx*mx) * float64(n) / float64(n-1)
+		vr := (d.win.sumSq/float64(n) - mx*mx) * float64(n) / float64(n-1)
 		se = math.Sqrt(max(vr, 0)/float64(n)) / mx
 	}
-	d.wSumSq = 0
+	d.win.sumSq = 0
 	d.hist.Reset()
-	d.wN = 0
-	w := winSum{first: d.wFirst, last: d.wLast, n: n, med: med, tail: tail, mean: mean, se: se}
+	d.win.n = 0
+	w := winSum{first: d.win.first, last: d.win.last, n: n, med: med, tail: tail, mean: mean, se: se}
 	drift := 0.0
 	if k := len(d.ring); k > 0 {
 		drift = med/d.ring[k-1].med - 1
 	}
 	d.push(w)
-	d.sbN, d.wSub.n = 0, 0
+	d.win.sbN, d.win.subs.n = 0, 0
 	d.seq++
 
 	stable := false
@@ -109,7 +109,7 @@ func (d *Detector) push(w winSum) {
 		d.subs = d.subs[:k]
 	}
 	d.ring = append(d.ring, w)
-	d.subs = append(d.subs, d.wSub)
+	d.subs = append(d.subs, d.win.subs)
 }
 
 // firstAfter returns the first ring index whose window has an observation at

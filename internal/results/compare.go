@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -264,7 +264,7 @@ func distFigure(d *Dist, m string) *float64 {
 type requestKey struct{ scenario, phase, endpoint, proto string }
 
 // steadyRequests pairs the steady request rows of the two runs, in the
-// comparison's order: by phase, endpoint, scenario and protocol.
+// order of the tables printed by phase (compareTableKeys).
 func (k *comparer) steadyRequests() ([]requestKey, map[requestKey][2]*RequestRow) {
 	rows := map[requestKey][2]*RequestRow{}
 	for i, s := range []*Summary{k.base, k.cand} {
@@ -282,18 +282,9 @@ func (k *comparer) steadyRequests() ([]requestKey, map[requestKey][2]*RequestRow
 	for key := range rows {
 		keys = append(keys, key)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.phase != b.phase {
-			return a.phase < b.phase
-		}
-		if a.endpoint != b.endpoint {
-			return a.endpoint < b.endpoint
-		}
-		if a.scenario != b.scenario {
-			return a.scenario < b.scenario
-		}
-		return a.proto < b.proto
+	slices.SortFunc(keys, func(a, b requestKey) int {
+		return compareTableKeys(tableKey{a.phase, a.endpoint, a.scenario, a.proto, ""},
+			tableKey{b.phase, b.endpoint, b.scenario, b.proto, ""})
 	})
 	return keys, rows
 }

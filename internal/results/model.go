@@ -295,6 +295,35 @@ func (r *RequestRow) Key() string {
 	return r.Scenario + "\x00" + r.Phase + "\x00" + r.Regime + "\x00" + r.Endpoint + "\x00" + r.Protocol
 }
 
+// tableKey is what orders a request row in the tables printed by phase
+// (report.html's sections, compare's table): phase, endpoint, scenario,
+// protocol, then regime in the regimes' order (unknown names last, then by
+// name). summary.json and summary() list their rows by CompareRequests.
+type tableKey struct{ phase, endpoint, scenario, proto, regime string }
+
+func (r *RequestRow) tableKey() tableKey {
+	return tableKey{r.Phase, r.Endpoint, r.Scenario, r.Protocol, r.Regime}
+}
+
+func compareTableKeys(a, b tableKey) int {
+	if c := cmp.Compare(a.phase, b.phase); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.endpoint, b.endpoint); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.scenario, b.scenario); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.proto, b.proto); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(regimeIndex(a.regime), regimeIndex(b.regime)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.regime, b.regime)
+}
+
 // CompareRequests orders request rows as every table of a run lists them:
 // by scenario, phase, endpoint and protocol, then regime in the regimes'
 // order (unknown names last). The results folder's summary.json and the

@@ -7,6 +7,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -372,16 +373,7 @@ func writeRequests(b *strings.Builder, s *Summary) {
 	sort.Slice(groups, func(i, j int) bool { return groups[i].phase < groups[j].phase })
 	for _, g := range groups {
 		fmt.Fprintf(b, "<h3>phase %s</h3>\n<table class=\"requests\"><tr><th>scenario</th><th>endpoint</th><th>proto</th><th>regime</th><th>count</th><th>rate/s</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>errors</th><th>error rate</th><th>new conns</th></tr>\n", html.EscapeString(orDash(g.phase)))
-		sort.SliceStable(g.rows, func(i, j int) bool {
-			a, c := g.rows[i], g.rows[j]
-			if a.Endpoint != c.Endpoint {
-				return a.Endpoint < c.Endpoint
-			}
-			if a.Scenario != c.Scenario {
-				return a.Scenario < c.Scenario
-			}
-			return regimeRank(a.Regime) < regimeRank(c.Regime)
-		})
+		slices.SortStableFunc(g.rows, func(a, b *RequestRow) int { return compareTableKeys(a.tableKey(), b.tableKey()) })
 		for _, row := range g.rows {
 			fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td>%d</td><td>%.1f</td>%s<td>%d</td><td>%.4f</td><td>%d</td></tr>\n",
 				html.EscapeString(row.Scenario), html.EscapeString(orDash(row.Endpoint)), html.EscapeString(row.Protocol),

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -130,6 +131,9 @@ func newScheduleServer(tb testing.TB, latency latencyFunc) *scheduleServer {
 		mu.Unlock()
 		time.Sleep(d) // the simulated service time itself, not a synchronisation
 		w.Header().Set("Content-Type", "application/json")
+		// the request's place in the schedule, so that a script can tell
+		// which requests the server served in its cold phase
+		w.Header().Set("X-Request-Index", strconv.FormatInt(i, 10))
 		_, _ = fmt.Fprintf(w, `{"i":%d}`, i)
 	}))
 	tb.Cleanup(s.Close)
