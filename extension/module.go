@@ -170,7 +170,9 @@ func (mi *moduleInstance) tag(state *lib.State, cur *metrics.TagSet) {
 // settings. It must run in the init context, where a bad setting stops k6
 // before the test starts. Every VU's init context runs the script: the
 // first call installs its configuration, and every other call must bring
-// the same one (compared parsed, so the order of keys does not matter).
+// the same one: the same JSON (the fast path: the first configuration is
+// taken as it is), or settings that parse to an equal configuration
+// (engine.Config.Equal: defaults spelt out or left out alike).
 func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) error {
 	if mi.vu.State() != nil {
 		return errors.New("regime.configure() must be called in the init context (top level of the script)")

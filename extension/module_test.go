@@ -171,8 +171,9 @@ func TestConfigureContext(t *testing.T) {
 }
 
 // TestConfigureComparesConfigurations: every VU's init context calls
-// configure(); settings equal as JSON, whatever the order of their keys,
-// are the same settings. Refused settings refuse alike in every call.
+// configure(); the same settings with their keys in another order are the
+// same settings (an object reaches Go as a map, which marshals with its
+// keys sorted: the same JSON). Refused settings refuse alike in every call.
 func TestConfigureComparesConfigurations(t *testing.T) {
 	t.Parallel()
 	root := NewRootModule()
@@ -322,4 +323,25 @@ func TestObserveNeedsInputObserve(t *testing.T) {
 	rt := scenarioVU(t, NewRootModule(), `{}`)
 	_, err := rt.VU.Runtime().RunString(`regime.observe(5)`)
 	require.ErrorContains(t, err, `regime.observe: scenario "load" learns from input "iteration"; configure it with input: "observe"`)
+}
+
+// TestIterationStartFastPathAllocatesNothing: once the VU carries its
+// scenario's regime tag, the hook's work at each iteration start (k6 sets
+// __ITER), engine calls included (FlushPending, Tagging, Scenario.Regime),
+// allocates nothing. (Setting the same tag again allocates nothing either,
+// so this guards allocations, not the pointer comparison itself.)
+func TestIterationStartFastPathAllocatesNothing(t *testing.T) {
+	root := NewRootModule()
+	rt, registry := initVU(t, root)
+	mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
+	require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))
+	_, err := rt.VU.Runtime().RunString(`regime.configure({scenarios: {load: {}}}, {})`)
+	require.NoError(t, err)
+	rt.VU.CtxField = lib.WithScenarioState(rt.VU.CtxField, &lib.ScenarioState{Name: "load", StartTime: time.Now()})
+	rt.MoveToVUContext(&lib.State{Tags: lib.NewVUStateTags(registry.RootTagSet().With("scenario", "load"))})
+	mi.iterationStart(false) // the slow path: the regime tag is set
+	v, ok := rt.VU.State().Tags.GetCurrentValues().Tags.Get(engine.RegimeTag)
+	require.True(t, ok)
+	require.Equal(t, "cold", v)
+	require.Zero(t, testing.AllocsPerRun(1000, func() { mi.iterationStart(false) }))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -104,18 +105,40 @@ func defaultConfig() *Config {
 	return &Config{Tagging: TaggingAuto, SeriesLimit: results.DefaultSeriesLimit, Defaults: defaultScenarioConfig()}
 }
 
-// Equal reports whether c and o are the same configuration: the same
-// settings of every scenario, the same declared scenarios, tracked metrics
-// and series limit, and the same profile (path and content). Settings equal
-// as JSON give Equal configurations whatever the order of their keys, and
-// so do options that declare the same scenarios.
+// Equal reports whether c and o are the same configuration as the run
+// uses it: the same tagging, series limit, tracked metrics (in order),
+// declared scenarios and profile (path and content), and for every
+// scenario the same settings as forScenario gives them, so that a scenario
+// listed with nothing of its own equals one left out, and an empty list or
+// map equals none. Settings that spell out a default equal settings that
+// leave it out.
 func (c *Config) Equal(o *Config) bool {
 	if c == nil || o == nil {
 		return c == o
 	}
-	// every field is plain data (the detector's callbacks are set on the
-	// copies its scopes make, never here), so deep equality is equality
-	return reflect.DeepEqual(c, o)
+	if c.Tagging != o.Tagging || c.SeriesLimit != o.SeriesLimit || c.ProfilePath != o.ProfilePath ||
+		!slices.Equal(c.Track, o.Track) || !slices.Equal(c.Declared, o.Declared) ||
+		!reflect.DeepEqual(c.Profile, o.Profile) || !sameScenario(c.Defaults, o.Defaults) {
+		return false
+	}
+	for _, m := range []map[string]ScenarioConfig{c.Scenarios, o.Scenarios} {
+		for name := range m {
+			if !sameScenario(c.forScenario(name), o.forScenario(name)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameScenario: every field is plain data (the detector's callbacks are set
+// on the copies its scopes make, never here), so deep equality is equality,
+// but for a nil and an empty map of priors.
+func sameScenario(a, b ScenarioConfig) bool {
+	if len(a.Priors) == 0 && len(b.Priors) == 0 {
+		a.Priors, b.Priors = nil, nil
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // forScenario returns the configuration of the named scenario.

@@ -71,6 +71,8 @@ func TestConfigEqual(t *testing.T) {
 		equal                bool
 	}{
 		{"the same", opts, `{"tagging":"wrap","track":["x","y"],"scenarios":{"a":{"scope":"endpoint","detector":{"window_min":30,"method":"service"}}}}`, true},
+		{"an empty list of tracked metrics, a scenario listed with nothing of its own", opts,
+			`{"tagging":"wrap","track":["x","y"],"scenarios":{"b":{},"a":{"scope":"endpoint","detector":{"window_min":30}}}}`, true},
 		{"keys in another order", `{"scenarios":{"b":{},"a":{"executor":"constant-vus"}}}`,
 			`{"scenarios":{"a":{"detector":{"method":"service","window_min":30},"scope":"endpoint"}},"track":["x","y"],"tagging":"wrap"}`, true},
 		{"defaults spelt out", opts, `{"tagging":"wrap","track":["x","y"],"input":"iteration","scenarios":{"a":{"scope":"endpoint","input":"request","detector":{"window_min":30}}}}`, true},
@@ -86,6 +88,8 @@ func TestConfigEqual(t *testing.T) {
 			require.Equal(t, tc.equal, base.Equal(parse(tc.opts, tc.settings)))
 		})
 	}
+	require.True(t, parse(opts, `{"track":[]}`).Equal(parse(opts, `{}`)), "track: [] and no track")
+	require.True(t, parse(opts, `{"scenarios":{"a":{}}}`).Equal(parse(opts, `{}`)), "a scenario listed with nothing of its own")
 	require.False(t, base.Equal(nil))
 	require.True(t, (*Config)(nil).Equal(nil))
 

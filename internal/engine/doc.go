@@ -1,8 +1,9 @@
 // Package engine is the run engine of xk6-regime: what the k6/x/regime JS
 // module (package extension) drives and the xk6-regime-influxdb output
-// (internal/influxdb) observes. It knows nothing of JavaScript: the module
-// converts the script's values, checks where it is called from and calls
-// the engine.
+// (internal/influxdb) observes. It never sees a JavaScript value (it
+// takes k6's event system from js/common, nothing else of the JS runtime):
+// the module converts the script's values, checks where it is called from
+// and calls the engine.
 //
 // One RunState per k6 process (one test run) receives every sample of the
 // metrics it learns from as k6's metrics engine delivers it (hidden

@@ -324,10 +324,10 @@ func compareTableKeys(a, b tableKey) int {
 	return cmp.Compare(a.regime, b.regime)
 }
 
-// CompareRequests orders request rows as every table of a run lists them:
-// by scenario, phase, endpoint and protocol, then regime in the regimes'
-// order (unknown names last). The results folder's summary.json and the
-// k6 extension's summary() share it.
+// CompareRequests orders request rows as summary.json and the k6
+// extension's summary() list them: by scenario, phase, endpoint and
+// protocol, then regime in the regimes' order (unknown names last). The
+// tables printed by phase (report.html, compare) use compareTableKeys.
 func CompareRequests(scenarioA, phaseA, endpointA, protoA, regimeA, scenarioB, phaseB, endpointB, protoB, regimeB string) int {
 	if c := cmp.Compare(scenarioA, scenarioB); c != 0 {
 		return c

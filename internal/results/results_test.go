@@ -355,3 +355,33 @@ func TestMedian32MatchesSort(t *testing.T) {
 	}
 	require.Zero(t, median32(nil))
 }
+
+// TestTableOrder: the tables printed by phase (report.html's sections,
+// compare's table) list rows by phase, endpoint, scenario, protocol, then
+// regime in the regimes' order, unknown names last and by name.
+func TestTableOrder(t *testing.T) {
+	t.Parallel()
+	rows := []*RequestRow{
+		{Phase: "b", Endpoint: "a", Scenario: "a", Protocol: "http", Regime: "cold"},
+		{Phase: "a", Endpoint: "b", Scenario: "a", Protocol: "http", Regime: "cold"},
+		{Phase: "a", Endpoint: "a", Scenario: "b", Protocol: "http", Regime: "cold"},
+		{Phase: "a", Endpoint: "a", Scenario: "a", Protocol: "http", Regime: "zz"},
+		{Phase: "a", Endpoint: "a", Scenario: "a", Protocol: "http", Regime: ""},
+		{Phase: "a", Endpoint: "a", Scenario: "a", Protocol: "http", Regime: "steady"},
+		{Phase: "a", Endpoint: "a", Scenario: "a", Protocol: "grpc", Regime: "steady"},
+		{Phase: "a", Endpoint: "a", Scenario: "a", Protocol: "http", Regime: "cold"},
+		{Phase: "a", Endpoint: "a", Scenario: "a", Protocol: "http", Regime: "warmup"},
+	}
+	slices.SortStableFunc(rows, func(a, b *RequestRow) int { return compareTableKeys(a.tableKey(), b.tableKey()) })
+	var got []string
+	for _, r := range rows {
+		got = append(got, strings.Join([]string{r.Phase, r.Endpoint, r.Scenario, r.Protocol, r.Regime}, "/"))
+	}
+	require.Equal(t, []string{
+		"a/a/a/grpc/steady",
+		"a/a/a/http/cold", "a/a/a/http/warmup", "a/a/a/http/steady", "a/a/a/http/", "a/a/a/http/zz",
+		"a/a/b/http/cold",
+		"a/b/a/http/cold",
+		"b/a/a/http/cold",
+	}, got)
+}
