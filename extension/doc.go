@@ -8,5 +8,6 @@
 //
 // RootModule.Run is the engine's run state, which the module root
 // (register.go) hands to the xk6-regime-influxdb output (internal/influxdb)
-// to observe.
+// to observe. This package registers nothing itself: a custom k6 imports
+// the module root (github.com/xk6-regime/xk6-regime), as xk6 does.
 package extension
