@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,6 +91,7 @@ func TestConfigEqual(t *testing.T) {
 	}
 	require.True(t, parse(opts, `{"track":[]}`).Equal(parse(opts, `{}`)), "track: [] and no track")
 	require.True(t, parse(opts, `{"scenarios":{"a":{}}}`).Equal(parse(opts, `{}`)), "a scenario listed with nothing of its own")
+	require.Equal(t, 8, reflect.TypeFor[Config]().NumField(), "a field added to Config: compare it in Config.Equal, then count it here")
 	require.False(t, base.Equal(nil))
 	require.True(t, (*Config)(nil).Equal(nil))
 
