@@ -35,7 +35,7 @@ type Detector struct {
 
 	scale float64 // observation -> histogram units; 0 until the first valid value
 	hiX   float64
-	hist  *Histogram
+	hist  *histogram
 
 	win  window      // the window being filled
 	ring []winSum    // closed windows' summaries (windows.go)
@@ -124,7 +124,7 @@ func New(cfg Config) (*Detector, error) {
 		return nil, fmt.Errorf("invalid detector config: %w", errors.Join(errs...))
 	}
 	hiX := cfg.DynamicRange * cfg.DynamicRange
-	h, err := NewHistogram(1, hiX, cfg.SigDigits)
+	h, err := newHistogram(hiX, cfg.SigDigits)
 	if err != nil {
 		return nil, err
 	}

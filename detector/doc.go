@@ -68,5 +68,7 @@
 //   - steady.go: relapses and resumption;
 //   - hindsight.go, pelt.go, crops.go: the end-of-run refinement;
 //   - settle*.go, buckets.go: the settled view of long request streams;
-//   - config.go, types.go, histogram.go: settings, results, the histogram.
+//   - config.go, types.go, histogram.go: settings, results, the window
+//     histogram (on the detector's own scale; latencies live in
+//     internal/latency).
 package detector

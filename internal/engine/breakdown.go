@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/xk6-regime/xk6-regime/detector"
-	"github.com/xk6-regime/xk6-regime/internal/distinct"
-	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/metrics"
+
+	"github.com/xk6-regime/xk6-regime/internal/distinct"
+	"github.com/xk6-regime/xk6-regime/internal/latency"
+	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
 // Request metrics the breakdown learns from. The latency metrics carry the
@@ -28,7 +29,7 @@ type breakdownKey struct {
 // requestCell aggregates the requests of one cell.
 type requestCell struct {
 	count, errors, status5xx, noResponse int64
-	hist                                 *detector.Histogram
+	hist                                 *latency.Histogram
 	newConns                             int64
 	connectMs, tlsMs                     float64
 	firstNewConn, lastNewConn            time.Time
@@ -181,11 +182,7 @@ func (b *breakdown) cellOf(t *sampleTags, proto string, request bool) *requestCe
 func (b *breakdown) cell(k breakdownKey) *requestCell {
 	c := b.cells[k]
 	if c == nil {
-		h, err := detector.NewHistogram(results.UnitMs, 600_000, 2) // ms, the unit of the results' histograms (copyHist)
-		if err != nil {
-			panic(err) // constant, valid arguments
-		}
-		c = &requestCell{hist: h}
+		c = &requestCell{hist: latency.New(600_000, 2)} // 1 µs .. 10 min, 2 significant digits
 		b.cells[k] = c
 	}
 	return c
@@ -204,7 +201,7 @@ func (b *breakdown) addLatency(s metrics.Sample, t *sampleTags, proto string) {
 	b.noteTime(s.Time)
 	c := b.cellOf(t, proto, true)
 	c.count++
-	c.hist.Record(s.Value)
+	c.hist.RecordMs(s.Value)
 	if !t.failed(proto) {
 		return
 	}
@@ -292,8 +289,8 @@ func (b *breakdown) requestReports() []*requestReport {
 		if c.count > 0 {
 			row.ErrorRate = ptrTo(float64(c.errors) / float64(c.count))
 			h := c.hist
-			row.P50, row.P90, row.P95 = ptrTo(h.Quantile(50)), ptrTo(h.Quantile(90)), ptrTo(h.Quantile(95))
-			row.P99, row.P999, row.Max = ptrTo(h.Quantile(99)), ptrTo(h.Quantile(99.9)), ptrTo(h.Max())
+			row.P50, row.P90, row.P95 = ptrTo(h.QuantileMs(50)), ptrTo(h.QuantileMs(90)), ptrTo(h.QuantileMs(95))
+			row.P99, row.P999, row.Max = ptrTo(h.QuantileMs(99)), ptrTo(h.QuantileMs(99.9)), ptrTo(h.MaxMs)
 		}
 		if !c.lastNewConn.IsZero() {
 			row.LastNewConnectionMs = ptrTo(ms(c.lastNewConn.Sub(b.start)))

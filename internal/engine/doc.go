@@ -20,6 +20,11 @@
 // output uses AddObserver and RemoveObserver (its Observer receives each
 // Transition, Window and Iteration) and Report.
 //
+// Iteration durations and request latencies are held in internal/latency
+// histograms (milliseconds, integer microseconds in HDR) from the first
+// sample on; the results writer clones them into the results folder, so
+// summary.json and summary() read the same counts and sums.
+//
 // Where each part lives:
 //
 //   - run.go: RunState, its metrics and detection sinks, ingest, the

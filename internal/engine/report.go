@@ -249,7 +249,7 @@ func (st *Scenario) report() *ScenarioReport {
 func (st *Scenario) coldStart() results.ColdStart {
 	c := results.ColdStart{DurationMs: st.coldSumMs, Iterations: st.coldCount}
 	if steady := &st.tagged[detector.Steady]; steady.count > 0 {
-		p50 := steady.hist.Quantile(50)
+		p50 := steady.hist.QuantileMs(50)
 		excess := 0.0
 		for _, r := range []detector.Regime{detector.Cold, detector.Warmup} {
 			rg := &st.tagged[r]
@@ -305,10 +305,10 @@ func distribution(rg *regimeStats) *RegimeDist {
 		return d
 	}
 	h := rg.hist
-	d.Min, d.Max = ptrTo(h.Min()), ptrTo(h.Max())
+	d.Min, d.Max = ptrTo(h.MinMs), ptrTo(h.MaxMs)
 	d.Mean = ptrTo(rg.sumMs / float64(rg.count))
-	d.P50, d.P90, d.P95 = ptrTo(h.Quantile(50)), ptrTo(h.Quantile(90)), ptrTo(h.Quantile(95))
-	d.P99, d.P999 = ptrTo(h.Quantile(99)), ptrTo(h.Quantile(99.9))
+	d.P50, d.P90, d.P95 = ptrTo(h.QuantileMs(50)), ptrTo(h.QuantileMs(90)), ptrTo(h.QuantileMs(95))
+	d.P99, d.P999 = ptrTo(h.QuantileMs(99)), ptrTo(h.QuantileMs(99.9))
 	return d
 }
 

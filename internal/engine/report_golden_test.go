@@ -54,6 +54,22 @@ func TestReportGolden(t *testing.T) {
 	require.NoError(t, err)
 	add("summary.json", sj)
 
+	// summary.json and summary() agree to the last bit: the saved
+	// distributions are clones of the histograms the report reads, not
+	// rebuilt from a mean.
+	rep := rs.Report()
+	for name, sc := range rep.Scenarios {
+		saved := run.Summary.Scenarios[name]
+		require.NotNil(t, saved, name)
+		for rg, d := range sc.Regimes {
+			require.Equal(t, d.Count, saved.Regimes[rg].Count, "%s %s count", name, rg)
+			require.Equal(t, d.SumMs, saved.Regimes[rg].SumMs, "%s %s sum_ms", name, rg)
+		}
+		if sc.ColdStart.ExcessMs != nil {
+			require.Equal(t, *sc.ColdStart.ExcessMs, *saved.ColdStart.ExcessMs, "%s excess_ms", name)
+		}
+	}
+
 	// the points of an output that dropped and wrote nothing
 	var lp []string
 	for _, p := range influxdb.SummaryPoints(rs.Report(), influxdb.Counts{}, time.Unix(1_700_000_200, 0)) {

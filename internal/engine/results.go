@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/latency"
 	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
@@ -175,22 +175,6 @@ func (b *breakdown) eachCell(fn func(k breakdownKey, c *requestCell)) {
 	}
 }
 
-// copyHist copies a detector histogram into a results distribution. The
-// two share the HDR counts as they are, so the detector histogram's unit
-// (its lowest value) must be the results' (results.UnitMs): the extension
-// makes every one it keeps so, and anything else is a bug.
-func copyHist(h *detector.Histogram) *results.Hist {
-	if h.Lowest() != results.UnitMs {
-		panic(fmt.Sprintf("copyHist: a histogram in units of %g ms, not the results' %g ms", h.Lowest(), results.UnitMs))
-	}
-	out := &results.Hist{H: hdrhistogram.Import(h.HDR().Export()), Count: h.Count(), MinMs: h.Min(), MaxMs: h.Max()}
-	out.SumMs = h.Mean() * float64(h.Count())
-	if h.Count() == 0 {
-		out.MinMs, out.MaxMs = math.Inf(1), math.Inf(-1)
-	}
-	return out
-}
-
 // saveOptions are saveResults' options.
 type saveOptions struct {
 	Dir    string         `json:"dir"`
@@ -221,17 +205,17 @@ func (r *recorder) buildRun(rs *RunState, testID string, now time.Time) (*result
 	rep := rs.Report()
 	run := runFromReport(rep)
 	s := run.Summary
-	rs.regimeHistograms(func(name string, rg detector.Regime, h *detector.Histogram) {
+	rs.regimeHistograms(func(name string, rg detector.Regime, h *latency.Histogram) {
 		hs := run.Iter[name]
 		if hs == nil {
-			hs = &[3]*results.Hist{}
+			hs = &[3]*latency.Histogram{}
 			run.Iter[name] = hs
 		}
-		hs[rg] = copyHist(h)
+		hs[rg] = h.Clone()
 	})
 	rs.bd.eachCell(func(k breakdownKey, c *requestCell) {
 		row := &results.RequestRow{Scenario: k.scenario, Phase: k.phase, Regime: k.regime, Endpoint: k.endpoint, Protocol: k.proto}
-		run.Req[row.Key()] = copyHist(c.hist)
+		run.Req[row.Key()] = c.hist.Clone()
 	})
 	first, last := r.addRecorded(run)
 	s.Warnings = append(s.Warnings, endpointLimitWarnings(s)...)

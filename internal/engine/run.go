@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/xk6-regime/xk6-regime/detector"
-	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/js/common"
 	"go.k6.io/k6/v2/lib"
 	"go.k6.io/k6/v2/metrics"
+
+	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/latency"
+	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
 // Names of the k6 built-in metrics the detectors learn from.
@@ -453,7 +455,7 @@ func (rs *RunState) ingest(kind sinkKind, s metrics.Sample) {
 // regimeHistograms calls fn, with the scenario's lock held, for each
 // scenario and regime with the histogram of its iteration durations (ms).
 // fn must not keep h; copy or merge it.
-func (rs *RunState) regimeHistograms(fn func(scenario string, r detector.Regime, h *detector.Histogram)) {
+func (rs *RunState) regimeHistograms(fn func(scenario string, r detector.Regime, h *latency.Histogram)) {
 	for _, name := range rs.knownScenarios() {
 		st := rs.Scenario(name)
 		st.mu.Lock()

@@ -12,11 +12,12 @@ import (
 	"syscall"
 
 	"github.com/sirupsen/logrus"
-	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/errext"
 	"go.k6.io/k6/v2/js/common"
 	"go.k6.io/k6/v2/lib"
 	"go.k6.io/k6/v2/metrics"
+
+	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
 // k6 global event numbers (internal/event) besides TestEnd; checked by name.

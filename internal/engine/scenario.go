@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/xk6-regime/xk6-regime/detector"
-	"github.com/xk6-regime/xk6-regime/internal/results"
 	"go.k6.io/k6/v2/metrics"
+
+	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/latency"
+	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
 // maxTransitions bounds the transitions kept per scenario for the summary;
@@ -21,7 +23,7 @@ const maxTransitions = 1000
 type regimeStats struct {
 	count int64
 	sumMs float64
-	hist  *detector.Histogram
+	hist  *latency.Histogram
 }
 
 // TransitionRecord is one regime change of a scenario, as logged and as
@@ -160,12 +162,8 @@ func newScenario(name string, cfg ScenarioConfig) *Scenario {
 
 // newDurationHistogram holds iteration durations in milliseconds, from 1 us
 // to 1 h with 3 significant digits.
-func newDurationHistogram() *detector.Histogram {
-	h, err := detector.NewHistogram(results.UnitMs, 3_600_000, 3) // ms, the unit of the results' histograms (copyHist)
-	if err != nil {
-		panic(err) // constant, valid arguments
-	}
-	return h
+func newDurationHistogram() *latency.Histogram {
+	return latency.New(3_600_000, 3)
 }
 
 // scopeFor returns the detector of an endpoint ("" = the whole scenario),
@@ -283,7 +281,7 @@ func (st *Scenario) account(s metrics.Sample, tags *sampleTags) (index int64, re
 	rg := &st.tagged[r]
 	rg.count++
 	rg.sumMs += s.Value
-	rg.hist.Record(s.Value)
+	rg.hist.RecordMs(s.Value)
 	if r == detector.Cold {
 		st.coldCount++
 		st.coldSumMs += s.Value

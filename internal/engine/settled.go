@@ -6,9 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"go.k6.io/k6/v2/metrics"
+
 	"github.com/xk6-regime/xk6-regime/detector"
 	"github.com/xk6-regime/xk6-regime/internal/results"
-	"go.k6.io/k6/v2/metrics"
 )
 
 // The settled view of every scenario, computed at the end of the run with

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xk6-regime/xk6-regime/internal/latency"
 )
 
 var updateGolden = flag.Bool("update", false, "write testdata/golden.txt from this code")
@@ -123,7 +125,7 @@ func widenRun(r *Run, seed uint64) {
 	for i, k := range keys {
 		row := &RequestRow{Scenario: "load", Phase: k.phase, Endpoint: k.endpoint, Protocol: k.proto, Regime: k.regime}
 		row.Errors, row.Status5xx, row.NewConnections = int64(i), int64(i/2), int64(3-i/2)
-		h := NewHist(600_000_000, 2)
+		h := latency.New(600_000, 2)
 		for j := range 200 {
 			v := 2 + float64(i) + rng.ExpFloat64()
 			record(h, v, t0+float64(j)*100, t0+float64(j)*100+v)

@@ -5,80 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/xk6-regime/xk6-regime/internal/latency"
 )
 
-// UnitMs is the value of one HDR integer step in the histograms the results
-// hold: values are recorded in microseconds.
-const UnitMs = 0.001
-
-// Hist is a latency distribution: an HDR histogram of integer microseconds,
-// with the exact count, sum, min and max (ms) of what was recorded.
-type Hist struct {
-	H     *hdrhistogram.Histogram
-	Count int64
-	SumMs float64
-	MinMs float64
-	MaxMs float64
-	// FirstMs and LastMs (Unix ms) bound the span of the recorded values
-	// (first start, last end); 0 when unknown.
-	FirstMs, LastMs float64
-}
-
-// NewHist returns an empty distribution of the HDR geometry of h (1 ..
-// highest µs, sig significant digits).
-func NewHist(highest int64, sig int) *Hist {
-	return &Hist{H: hdrhistogram.New(1, highest, sig), MinMs: math.Inf(1), MaxMs: math.Inf(-1)}
-}
-
-// Quantile returns the value (ms) at quantile q (0..100), clamped to the exact
-// min and max; 0 when empty.
-func (h *Hist) Quantile(q float64) float64 {
-	if h.Count == 0 || h.H == nil || h.H.TotalCount() == 0 {
-		return 0
-	}
-	v := float64(h.H.ValueAtQuantile(q)) * UnitMs
-	return math.Min(math.Max(v, h.MinMs), h.MaxMs)
-}
-
-// Merge adds o into h; HDR geometries may differ (values are re-recorded
-// at their bucket's value when they do).
-func (h *Hist) Merge(o *Hist) {
-	if o == nil || o.Count == 0 {
-		return
-	}
-	if h.H == nil {
-		h.H = hdrhistogram.New(1, o.H.HighestTrackableValue(), int(o.H.SignificantFigures()))
-	}
-	h.H.Merge(o.H)
-	if h.Count == 0 {
-		h.MinMs, h.MaxMs = o.MinMs, o.MaxMs
-	} else {
-		h.MinMs, h.MaxMs = math.Min(h.MinMs, o.MinMs), math.Max(h.MaxMs, o.MaxMs)
-	}
-	h.Count += o.Count
-	h.SumMs += o.SumMs
-	h.FirstMs = minNonZero(h.FirstMs, o.FirstMs)
-	h.LastMs = math.Max(h.LastMs, o.LastMs)
-}
-
-func minNonZero(a, b float64) float64 {
-	switch {
-	case a == 0:
-		return b
-	case b == 0:
-		return a
-	}
-	return math.Min(a, b)
-}
-
 // fill sets d's statistics from h (keeping d's Errors, HLog and Tag).
-func (h *Hist) fill(d *Dist) {
+func fill(h *latency.Histogram, d *Dist) {
 	d.Count, d.SumMs = h.Count, h.SumMs
 	d.FirstMs, d.LastMs = h.FirstMs, h.LastMs
 	d.SpanMs, d.Rate = 0, 0
@@ -92,17 +29,15 @@ func (h *Hist) fill(d *Dist) {
 	}
 	d.Min, d.Max = h.MinMs, h.MaxMs
 	d.Mean = h.SumMs / float64(h.Count)
-	d.P50, d.P90, d.P95 = h.Quantile(50), h.Quantile(90), h.Quantile(95)
-	d.P99, d.P999 = h.Quantile(99), h.Quantile(99.9)
+	d.P50, d.P90, d.P95 = h.QuantileMs(50), h.QuantileMs(90), h.QuantileMs(95)
+	d.P99, d.P999 = h.QuantileMs(99), h.QuantileMs(99.9)
 }
 
-// histFromDist rebuilds a Hist from an HDR histogram read from a log and
-// the exact figures of summary.json.
-func histFromDist(h *hdrhistogram.Histogram, d *Dist) *Hist {
-	out := &Hist{H: h, Count: d.Count, SumMs: d.SumMs, MinMs: d.Min, MaxMs: d.Max, FirstMs: d.FirstMs, LastMs: d.LastMs}
-	if d.Count == 0 {
-		out.MinMs, out.MaxMs = math.Inf(1), math.Inf(-1)
-	}
+// histFromDist rebuilds a latency histogram from an HDR histogram read
+// from a log and the exact figures of summary.json.
+func histFromDist(h *hdrhistogram.Histogram, d *Dist) *latency.Histogram {
+	out := latency.FromHDR(h, d.Count, d.SumMs, d.Min, d.Max)
+	out.FirstMs, out.LastMs = d.FirstMs, d.LastMs
 	return out
 }
 

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/xk6-regime/xk6-regime/internal/latency"
 )
 
 // Merge combines the results of several k6 instances of one test (execution
@@ -101,7 +101,7 @@ func (m *merger) requests(r *Run) {
 			dst = &cp
 			m.reqRows[k] = dst
 			s.Requests = append(s.Requests, dst)
-			m.out.Req[k] = &Hist{MinMs: math.Inf(1), MaxMs: math.Inf(-1)}
+			m.out.Req[k] = latency.Empty()
 			dst.Errors, dst.Status5xx, dst.NoResponse, dst.NewConnections, dst.ConnectMs, dst.TLSMs = 0, 0, 0, 0, 0, 0
 		}
 		dst.Errors += row.Errors
@@ -214,7 +214,7 @@ func maxPtr(a, b *float64) *float64 {
 
 var classRank = map[string]int{"flat": 0, "warmup": 1, "slowdown": 2, "undecided": 3, "no-steady-state": 4}
 
-func mergeScenario(s *Summary, out *Run, name string, sc *Scenario, hs *[3]*Hist, instance int) {
+func mergeScenario(s *Summary, out *Run, name string, sc *Scenario, hs *[3]*latency.Histogram, instance int) {
 	dst := s.Scenarios[name]
 	if dst == nil {
 		cp := *sc
@@ -226,7 +226,7 @@ func mergeScenario(s *Summary, out *Run, name string, sc *Scenario, hs *[3]*Hist
 		cp.Settled = nil
 		dst = &cp
 		s.Scenarios[name] = dst
-		out.Iter[name] = &[3]*Hist{}
+		out.Iter[name] = &[3]*latency.Histogram{}
 	} else {
 		if classRank[sc.Class] > classRank[dst.Class] {
 			dst.Class = sc.Class
@@ -262,12 +262,10 @@ func mergeScenario(s *Summary, out *Run, name string, sc *Scenario, hs *[3]*Hist
 			continue
 		}
 		if acc[i] == nil {
-			acc[i] = &Hist{MinMs: math.Inf(1), MaxMs: math.Inf(-1)}
+			acc[i] = latency.Empty()
 		}
 		acc[i].Merge(h)
-		if acc[i].H == nil { // nothing recorded anywhere yet: keep the geometry
-			acc[i].H = hdrhistogram.New(1, h.H.HighestTrackableValue(), int(h.H.SignificantFigures()))
-		}
+		acc[i].TakeGeometry(h) // nothing recorded anywhere yet: keep the geometry
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/stretchr/testify/require"
+
+	"github.com/xk6-regime/xk6-regime/internal/latency"
 )
 
 // synthLatency is the duration (ms) of iteration i of n: a cold tail, a
@@ -31,26 +33,22 @@ func synthLatency(i, n int, rng *rand.Rand) (float64, uint8) {
 type synthBuilder struct {
 	run    *Run
 	series *IterSeries
-	hs     [3]*Hist
-	req    [3]*Hist
+	hs     [3]*latency.Histogram
+	req    [3]*latency.Histogram
 	start  time.Time
 }
 
 func newSynth(limit int, start time.Time) *synthBuilder {
 	b := &synthBuilder{run: NewRun(), series: NewIterSeries(limit), start: start}
 	for i := range b.hs {
-		b.hs[i] = NewHist(3_600_000_000, 3)
-		b.req[i] = NewHist(600_000_000, 2)
+		b.hs[i] = latency.New(3_600_000, 3)
+		b.req[i] = latency.New(600_000, 2)
 	}
 	return b
 }
 
-func record(h *Hist, v, startMs, endMs float64) {
-	_ = h.H.RecordValue(int64(v/UnitMs + 0.5))
-	h.Count++
-	h.SumMs += v
-	h.MinMs = math.Min(h.MinMs, v)
-	h.MaxMs = math.Max(h.MaxMs, v)
+func record(h *latency.Histogram, v, startMs, endMs float64) {
+	h.RecordMs(v)
 	if h.FirstMs == 0 || startMs < h.FirstMs {
 		h.FirstMs = startMs
 	}
@@ -132,7 +130,7 @@ func TestHLogReadBackGivesThePercentiles(t *testing.T) {
 			q    float64
 			want float64
 		}{{50, d.P50}, {95, d.P95}, {99, d.P99}, {99.9, d.P999}} {
-			got := float64(h.ValueAtQuantile(q.q)) * UnitMs
+			got := float64(h.ValueAtQuantile(q.q)) * latency.UnitMs
 			require.InEpsilon(t, q.want, got, 0.002, "%s p%v", rg, q.q) // 3 significant digits
 		}
 	}

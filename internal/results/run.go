@@ -19,6 +19,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/latency"
 )
 
 // Run is a results folder in memory: the summary and what it is computed
@@ -27,9 +28,9 @@ type Run struct {
 	Summary *Summary
 	// Iter holds per scenario the iteration-duration distribution of each
 	// regime (index: 0 cold, 1 warmup, 2 steady).
-	Iter map[string]*[3]*Hist
+	Iter map[string]*[3]*latency.Histogram
 	// Req holds the request distributions by RequestRow.Key().
-	Req map[string]*Hist
+	Req map[string]*latency.Histogram
 	// Series holds per scenario the iteration series.
 	Series map[string]*SeriesData
 	// Windows holds the detectors' closed windows, in order of closing.
@@ -71,7 +72,7 @@ func NewRun() *Run {
 	return &Run{
 		Summary: &Summary{Schema: SchemaVersion, Instances: 1, Scenarios: map[string]*Scenario{},
 			ConnectionColdStart: map[string]*ConnPhase{}, Warnings: []string{}},
-		Iter: map[string]*[3]*Hist{}, Req: map[string]*Hist{}, Series: map[string]*SeriesData{},
+		Iter: map[string]*[3]*latency.Histogram{}, Req: map[string]*latency.Histogram{}, Series: map[string]*SeriesData{},
 	}
 }
 
@@ -111,7 +112,7 @@ func (r *Run) Finalize() {
 // iteration histograms (cold, warmup, steady), its iteration count, the
 // cold-start cost (the cold iterations' total; the excess of cold and
 // warm-up iterations over the steady median) and the warm-up's duration.
-func finalizeScenario(name string, sc *Scenario, hs *[3]*Hist) {
+func finalizeScenario(name string, sc *Scenario, hs *[3]*latency.Histogram) {
 	var total int64
 	for i, h := range hs {
 		d := sc.Regimes[Regimes[i]]
@@ -122,7 +123,7 @@ func finalizeScenario(name string, sc *Scenario, hs *[3]*Hist) {
 		if h == nil {
 			continue
 		}
-		h.fill(d)
+		fill(h, d)
 		total += d.Count
 		d.HLog = filepath.Join(hdrDir, iterHLogName(name, Regimes[i]))
 		d.Tag = iterTag(name, Regimes[i])
@@ -135,7 +136,7 @@ func finalizeScenario(name string, sc *Scenario, hs *[3]*Hist) {
 	}
 	sc.ColdStart.ExcessMs = nil
 	if st := hs[2]; st != nil && st.Count > 0 {
-		p50 := st.Quantile(50)
+		p50 := st.QuantileMs(50)
 		excess := 0.0
 		for _, h := range hs[:2] {
 			if h != nil {
@@ -167,7 +168,7 @@ func (r *Run) finalizeRequests() {
 			}
 		}
 		errs := row.Errors
-		h.fill(&row.Dist)
+		fill(h, &row.Dist)
 		row.Errors = errs
 		row.ErrorRate = 0
 		if row.Count > 0 {
@@ -226,13 +227,13 @@ func (r *Run) WriteDir(dir string, opt WriteOptions) error {
 			d := s.Scenarios[name].Regimes[Regimes[i]]
 			errs = append(errs, writeHLog(filepath.Join(dir, d.HLog),
 				fmt.Sprintf("iteration_duration of scenario %s, regime %s", name, Regimes[i]), startMs,
-				[]hlogEntry{{tag: d.Tag, startMs: spanStart(d, startMs), endMs: int64(d.LastMs), h: h.H}}))
+				[]hlogEntry{{tag: d.Tag, startMs: spanStart(d, startMs), endMs: int64(d.LastMs), h: h.HDR}}))
 		}
 	}
 	var entries []hlogEntry
 	for _, row := range s.Requests {
 		if h := r.Req[row.Key()]; h != nil {
-			entries = append(entries, hlogEntry{tag: row.Tag, startMs: spanStart(&row.Dist, startMs), endMs: int64(row.LastMs), h: h.H})
+			entries = append(entries, hlogEntry{tag: row.Tag, startMs: spanStart(&row.Dist, startMs), endMs: int64(row.LastMs), h: h.HDR})
 		}
 	}
 	errs = append(errs, writeHLog(filepath.Join(dir, RequestsHLogFile),
@@ -521,7 +522,7 @@ func LoadDir(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{Summary: s, Iter: map[string]*[3]*Hist{}, Req: map[string]*Hist{}, Series: map[string]*SeriesData{}}
+	r := &Run{Summary: s, Iter: map[string]*[3]*latency.Histogram{}, Req: map[string]*latency.Histogram{}, Series: map[string]*SeriesData{}}
 	if s.Scenarios == nil {
 		s.Scenarios = map[string]*Scenario{}
 	}
@@ -529,7 +530,7 @@ func LoadDir(dir string) (*Run, error) {
 		s.ConnectionColdStart = map[string]*ConnPhase{}
 	}
 	for name, sc := range s.Scenarios {
-		var hs [3]*Hist
+		var hs [3]*latency.Histogram
 		for i, rg := range Regimes {
 			d := sc.Regimes[rg]
 			if d == nil || d.HLog == "" {

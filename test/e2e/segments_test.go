@@ -19,6 +19,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/xk6-regime/xk6-regime/internal/latency"
 	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
@@ -181,13 +182,13 @@ func bars(h *hdrhistogram.Histogram) map[int64]int64 {
 }
 
 // sumBars adds histograms bucket by bucket.
-func sumBars(hs ...*results.Hist) map[int64]int64 {
+func sumBars(hs ...*latency.Histogram) map[int64]int64 {
 	out := map[int64]int64{}
 	for _, h := range hs {
 		if h == nil {
 			continue
 		}
-		for k, v := range bars(h.H) {
+		for k, v := range bars(h.HDR) {
 			out[k] += v
 		}
 	}
@@ -277,7 +278,7 @@ func TestSegmentsMergeAgainstSingle(t *testing.T) {
 	var mTotal int64
 	for ri, rg := range results.Regimes {
 		var sum int64
-		var hs []*results.Hist
+		var hs []*latency.Histogram
 		for _, r := range inst {
 			if d := r.Summary.Scenarios["load"].Regimes[rg]; d != nil {
 				sum += d.Count
@@ -289,18 +290,18 @@ func TestSegmentsMergeAgainstSingle(t *testing.T) {
 		mTotal += md.Count
 		var mh *hdrhistogram.Histogram
 		if m.Iter["load"][ri] != nil {
-			mh = m.Iter["load"][ri].H
+			mh = m.Iter["load"][ri].HDR
 		}
 		require.Equal(t, sumBars(hs...), bars(mh), "regime %s: merged histogram, bucket by bucket", rg)
 	}
 	require.Positive(t, mTotal)
 	var reqRows int
 	for key, mh := range m.Req {
-		var hs []*results.Hist
+		var hs []*latency.Histogram
 		for _, r := range inst {
 			hs = append(hs, r.Req[key])
 		}
-		require.Equal(t, sumBars(hs...), bars(mh.H), "request row %q: merged histogram", key)
+		require.Equal(t, sumBars(hs...), bars(mh.HDR), "request row %q: merged histogram", key)
 		reqRows++
 	}
 	require.Positive(t, reqRows)

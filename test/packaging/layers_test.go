@@ -18,12 +18,13 @@ import (
 // extension.
 func TestLayers(t *testing.T) {
 	const mod = "github.com/xk6-regime/xk6-regime"
-	layer0 := []string{"detector", "internal/cliexit", "internal/distinct", "internal/observation"}
+	layer0 := []string{"detector", "internal/cliexit", "internal/distinct", "internal/latency", "internal/observation"}
 	layer1 := append([]string{"internal/results", "internal/detectcli"}, layer0...)
 	allowed := map[string][]string{
 		"detector":             nil,
 		"internal/cliexit":     nil,
 		"internal/distinct":    nil,
+		"internal/latency":     nil,
 		"internal/observation": nil,
 		"internal/results":     layer0,
 		"internal/detectcli":   layer0,
