@@ -49,11 +49,19 @@ func (h *histogram) Record(x float64) {
 	} else if x > h.highest {
 		x = h.highest
 	}
-	_ = h.h.RecordValue(min(int64(x+0.5), h.hiInt)) // cannot fail: within [1, hiInt]
+	i := int64(x + 0.5)
+	if i > h.hiInt {
+		i = h.hiInt
+	}
+	_ = h.h.RecordValue(i) // cannot fail: within [1, hiInt]
 	h.count++
 	h.sum += x
-	h.min = min(h.min, x)
-	h.max = max(h.max, x)
+	if x < h.min { // plain comparisons: the builtin min and max handle NaN and -0, and cost more here
+		h.min = x
+	}
+	if x > h.max {
+		h.max = x
+	}
 }
 
 // Quantile returns the value at quantile q (0..100), 0 when empty.

@@ -422,30 +422,31 @@ func (rs *RunState) ingest(kind sinkKind, s metrics.Sample) {
 		st = rs.Scenario(name)
 		tags.st.Store(st)
 	}
+	endNs := s.Time.UnixNano()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	switch kind {
 	case sinkHTTP:
-		st.recordRequest(s.Time, s.Value, tags.failed("http"))
+		st.recordRequest(endNs, s.Value, tags.failed("http"))
 	case sinkGRPC:
-		st.recordRequest(s.Time, s.Value, tags.failed("grpc"))
+		st.recordRequest(endNs, s.Value, tags.failed("grpc"))
 	}
 	if kind != sinkIteration && st.cfg.Input != inputRequest {
 		return
 	}
 	if kind == sinkIteration {
 		rs.ingested.Add(1)
-		idx, tag := st.account(s, tags)
+		idx, tag := st.account(s, endNs, tags)
 		rs.eachObserver(func(o Observer) { o.Iteration(st.name, idx, tag, s.Time, s.Value) })
 		if st.cfg.Input == inputIteration && !st.frozen {
-			st.observe(rs, "", s.Time, s.Value)
+			st.observe(rs, "", endNs, s.Value)
 		}
 	} else if !st.frozen {
 		endpoint := tags.endpointTag
 		if st.cfg.EndpointTag != "endpoint" {
 			endpoint, _ = s.Tags.Get(st.cfg.EndpointTag)
 		}
-		st.observe(rs, endpoint, s.Time, s.Value)
+		st.observe(rs, endpoint, endNs, s.Value)
 	}
 	if st.coldCount != st.coldPushed {
 		rs.pending.Store(true)
@@ -749,7 +750,7 @@ func (rs *RunState) Observe(scenario string, value float64) error {
 	st.mu.Lock()
 	if !st.frozen {
 		now := time.Now()
-		st.observe(rs, "", now, value)
+		st.observe(rs, "", now.UnixNano(), value)
 		// the scenario's span includes its observations: they reach the
 		// detector at once, its iteration samples only when k6 flushes
 		// them, so a gate judged before the last flush saw steady state

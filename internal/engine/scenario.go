@@ -258,7 +258,7 @@ func (s *Scenario) endpointNames() []string {
 
 // account adds a finished iteration to the distribution of the regime it
 // was tagged with. Callers hold st.mu.
-func (st *Scenario) account(s metrics.Sample, tags *sampleTags) (index int64, regime string) {
+func (st *Scenario) account(s metrics.Sample, endNs int64, tags *sampleTags) (index int64, regime string) {
 	index = st.tagged[0].count + st.tagged[1].count + st.tagged[2].count + st.untagged
 	t := s.Time
 	if st.firstSeen.IsZero() || t.Before(st.firstSeen) {
@@ -268,7 +268,7 @@ func (st *Scenario) account(s metrics.Sample, tags *sampleTags) (index int64, re
 		st.lastSeen = t
 	}
 	tag, ok := tags.regime, tags.hasRegime
-	st.recordIteration(t, s.Value, ok && tag == "steady")
+	st.recordIteration(endNs, s.Value, ok && tag == "steady")
 	if !ok {
 		st.untagged++
 		return index, ""
@@ -289,9 +289,9 @@ func (st *Scenario) account(s metrics.Sample, tags *sampleTags) (index int64, re
 	return index, tag
 }
 
-// observe feeds one value to an endpoint's detector and publishes the
+// observe feeds one value (that ended at endNs, Unix ns) to an endpoint's detector and publishes the
 // scenario's regime for new iterations. Callers hold st.mu.
-func (st *Scenario) observe(rs *RunState, endpoint string, t time.Time, v float64) {
+func (st *Scenario) observe(rs *RunState, endpoint string, endNs int64, v float64) {
 	sc := st.lastScope
 	if sc == nil || st.lastEndpoint != endpoint {
 		var ok bool
@@ -302,8 +302,8 @@ func (st *Scenario) observe(rs *RunState, endpoint string, t time.Time, v float6
 		}
 		st.lastEndpoint, st.lastScope = endpoint, sc
 	}
-	sc.det.Observe(t.UnixNano(), v)
-	st.recordObservation(sc, t, v)
+	sc.det.Observe(endNs, v)
+	st.recordObservation(sc, endNs, v)
 	st.regime.Store(int32(st.aggregateRegime()))
 }
 

@@ -157,7 +157,7 @@ func TestEndpointDetectorCap(t *testing.T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range 200 {
-		s.observe(rs, fmt.Sprintf("ep%d", i%50), time.Unix(0, int64(i)), 1+float64(i%3))
+		s.observe(rs, fmt.Sprintf("ep%d", i%50), int64(i), 1+float64(i%3))
 	}
 	require.Len(t, s.scopes, 6)
 	require.Contains(t, s.scopes, otherEndpoint)

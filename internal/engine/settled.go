@@ -45,51 +45,58 @@ func (st *Scenario) bucketOrigin(first time.Time) time.Time {
 }
 
 // iterationBuckets returns the scenario's iteration buckets, created at the
-// first iteration. Callers hold st.mu.
-func (st *Scenario) iterationBuckets(first time.Time) *detector.TimeBuckets {
+// first iteration (firstNs: its start, Unix ns). Callers hold st.mu.
+func (st *Scenario) iterationBuckets(firstNs int64) *detector.TimeBuckets {
 	if st.iters == nil {
-		st.iters = newBuckets(st.bucketOrigin(first), detector.DefaultMaxBuckets)
+		st.iters = newBuckets(st.bucketOrigin(time.Unix(0, firstNs)), detector.DefaultMaxBuckets)
 	}
 	return st.iters
 }
 
-// recordIteration keeps one finished iteration (end time, duration ms,
-// online tag) for the settled view. Callers hold st.mu.
-func (st *Scenario) recordIteration(end time.Time, ms float64, steady bool) {
-	start := end.Add(-time.Duration(ms * float64(time.Millisecond)))
+// startNs is when an observation that ended at endNs (Unix ns) and took ms
+// milliseconds started.
+func startNs(endNs int64, ms float64) int64 {
+	return endNs - int64(ms*float64(time.Millisecond))
+}
+
+// recordIteration keeps one finished iteration (end time in Unix ns,
+// duration ms, online tag) for the settled view. Callers hold st.mu.
+func (st *Scenario) recordIteration(endNs int64, ms float64, steady bool) {
+	start := startNs(endNs, ms)
 	tb := st.iterationBuckets(start)
-	tb.Record(start.UnixNano(), ms)
+	tb.Record(start, ms)
 	if steady {
-		tb.Mark(start.UnixNano())
+		tb.Mark(start)
 	}
 }
 
-// recordRequest counts one request (end time, duration ms) and whether it
-// failed, in the bucket where it started. Callers hold st.mu.
-func (st *Scenario) recordRequest(end time.Time, ms float64, failed bool) {
-	start := end.Add(-time.Duration(ms * float64(time.Millisecond)))
-	st.iterationBuckets(start).Count(start.UnixNano(), failed)
+// recordRequest counts one request (end time in Unix ns, duration ms) and
+// whether it failed, in the bucket where it started. Callers hold st.mu.
+func (st *Scenario) recordRequest(endNs int64, ms float64, failed bool) {
+	start := startNs(endNs, ms)
+	st.iterationBuckets(start).Count(start, failed)
 }
 
-// recordObservation keeps one observation of a scope. Callers hold st.mu.
-func (st *Scenario) recordObservation(sc *endpointScope, end time.Time, ms float64) {
+// recordObservation keeps one observation of a scope (end time in Unix
+// ns). Callers hold st.mu.
+func (st *Scenario) recordObservation(sc *endpointScope, endNs int64, ms float64) {
+	start := startNs(endNs, ms)
 	if sc.name == "" && st.cfg.Input == inputIteration {
 		// the scenario's detector judges its iterations: the same series,
 		// which recordIteration keeps
 		if sc.tb == nil {
-			sc.tb = st.iterationBuckets(end.Add(-time.Duration(ms * float64(time.Millisecond))))
+			sc.tb = st.iterationBuckets(start)
 		}
 		return
 	}
-	start := end.Add(-time.Duration(ms * float64(time.Millisecond)))
 	if sc.tb == nil {
 		max := detector.DefaultMaxBuckets
 		if sc.name != "" {
 			max = detector.EndpointMaxBuckets
 		}
-		sc.tb = newBuckets(st.bucketOrigin(start), max)
+		sc.tb = newBuckets(st.bucketOrigin(time.Unix(0, start)), max)
 	}
-	sc.tb.Record(start.UnixNano(), ms)
+	sc.tb.Record(start, ms)
 }
 
 // settleConfig is the settled view's configuration for a scenario: its
