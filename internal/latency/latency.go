@@ -43,10 +43,10 @@ type Histogram struct {
 // (1..5) significant decimal digits. It panics on a geometry HDR refuses:
 // the callers pass constants.
 func New(highestMs float64, sig int) *Histogram {
-	hi := int64(math.Ceil(highestMs / UnitMs))
 	if !(highestMs >= 2*UnitMs) || math.IsInf(highestMs, 0) || sig < 1 || sig > 5 {
 		panic("latency.New: highest must be finite and at least 2 µs, significant digits in 1..5")
 	}
+	hi := int64(math.Ceil(highestMs / UnitMs))
 	return &Histogram{
 		HDR: hdrhistogram.New(1, hi, sig), MinMs: math.Inf(1), MaxMs: math.Inf(-1),
 		hiMs: highestMs, hiInt: hi,
