@@ -23,7 +23,9 @@
 // Iteration durations and request latencies are held in internal/latency
 // histograms (milliseconds, integer microseconds in HDR) from the first
 // sample on; the results writer clones them into the results folder, so
-// summary.json and summary() read the same counts and sums.
+// summary.json and summary() read the same counts, and the same sums for
+// every duration within the histograms' range (1 µs .. 1 h for iterations:
+// summary() sums the durations as measured, the histograms as clamped).
 //
 // Where each part lives:
 //

@@ -54,7 +54,8 @@ func TestReportGolden(t *testing.T) {
 	require.NoError(t, err)
 	add("summary.json", sj)
 
-	// summary.json and summary() agree to the last bit: the saved
+	// summary.json and summary() agree to the last bit (every duration of
+	// the golden run is within the histograms' range): the saved
 	// distributions are clones of the histograms the report reads, not
 	// rebuilt from a mean.
 	rep := rs.Report()

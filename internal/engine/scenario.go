@@ -289,8 +289,9 @@ func (st *Scenario) account(s metrics.Sample, endNs int64, tags *sampleTags) (in
 	return index, tag
 }
 
-// observe feeds one value (that ended at endNs, Unix ns) to an endpoint's detector and publishes the
-// scenario's regime for new iterations. Callers hold st.mu.
+// observe feeds one value (that ended at endNs, Unix ns) to an endpoint's
+// detector and publishes the scenario's regime for new iterations. Callers
+// hold st.mu.
 func (st *Scenario) observe(rs *RunState, endpoint string, endNs int64, v float64) {
 	sc := st.lastScope
 	if sc == nil || st.lastEndpoint != endpoint {

@@ -25,6 +25,7 @@ const UnitMs = 0.001
 type Histogram struct {
 	// HDR holds the values in integer microseconds; nil for a histogram
 	// that no value or geometry has reached yet (a merge accumulator).
+	// Recording into it directly bypasses Count, SumMs, MinMs and MaxMs.
 	HDR        *hdrhistogram.Histogram
 	Count      int64
 	SumMs      float64
@@ -39,12 +40,15 @@ type Histogram struct {
 	hiInt int64   // the same in microseconds
 }
 
+// maxHighestMs bounds New's range: 1e15 integer steps.
+const maxHighestMs = 1e12
+
 // New returns an empty histogram covering UnitMs .. highestMs with sig
-// (1..5) significant decimal digits. It panics on a geometry HDR refuses:
-// the callers pass constants.
+// (1..5) significant decimal digits. It panics when highestMs is not in
+// 2 µs .. 1e12 ms or sig not in 1..5: the callers pass constants.
 func New(highestMs float64, sig int) *Histogram {
-	if !(highestMs >= 2*UnitMs) || math.IsInf(highestMs, 0) || sig < 1 || sig > 5 {
-		panic("latency.New: highest must be finite and at least 2 µs, significant digits in 1..5")
+	if !(highestMs >= 2*UnitMs && highestMs <= maxHighestMs) || sig < 1 || sig > 5 {
+		panic("latency.New: highest must be in 2 µs .. 1e12 ms, significant digits in 1..5")
 	}
 	hi := int64(math.Ceil(highestMs / UnitMs))
 	return &Histogram{
@@ -124,20 +128,26 @@ func (h *Histogram) MeanMs() float64 {
 func (h *Histogram) Clone() *Histogram {
 	out := *h
 	if h.HDR != nil {
-		out.HDR = hdrhistogram.Import(h.HDR.Export())
+		out.HDR = h.HDR.Clone()
 	}
 	return &out
 }
 
-// Merge adds o into h. HDR geometries may differ: HDR re-records o's
-// values at their buckets' values when they do. An accumulator with no
-// geometry yet (Empty) takes o's geometry when o holds values.
+// Merge adds o into h. HDR geometries may differ: o's values are
+// re-recorded at their buckets' values, and h's range first widens to o's
+// when o's reaches higher, so that no count is dropped. An accumulator with
+// no geometry yet (Empty) takes o's geometry when o holds values.
 func (h *Histogram) Merge(o *Histogram) {
 	if o == nil || o.Count == 0 {
 		return
 	}
 	if h.HDR == nil {
 		h.TakeGeometry(o)
+	}
+	if hi := o.HDR.HighestTrackableValue(); hi > h.HDR.HighestTrackableValue() {
+		wider := hdrhistogram.New(1, hi, int(h.HDR.SignificantFigures()))
+		wider.Merge(h.HDR)
+		h.HDR = wider
 	}
 	h.HDR.Merge(o.HDR)
 	if h.Count == 0 {

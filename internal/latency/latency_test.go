@@ -99,7 +99,8 @@ func TestMerge(t *testing.T) {
 	require.InEpsilon(t, 100, acc.QuantileMs(50), 0.02)
 	require.Equal(t, 1500.0, acc.FirstMs)
 	require.Equal(t, 3000.0, acc.LastMs)
-	require.Equal(t, a.HDR.HighestTrackableValue(), acc.HDR.HighestTrackableValue(), "the first geometry merged in")
+	require.Equal(t, b.HDR.HighestTrackableValue(), acc.HDR.HighestTrackableValue(), "widened to the widest range merged in")
+	require.Equal(t, a.HDR.SignificantFigures(), acc.HDR.SignificantFigures(), "the precision of the first merged in")
 
 	g := Empty()
 	g.TakeGeometry(b)
@@ -124,6 +125,8 @@ func TestNewRefusesBadGeometry(t *testing.T) {
 	t.Parallel()
 	require.Panics(t, func() { New(0.001, 2) })
 	require.Panics(t, func() { New(math.Inf(1), 2) })
+	require.Panics(t, func() { New(math.NaN(), 2) })
+	require.Panics(t, func() { New(2e12, 2) })
 	require.Panics(t, func() { New(1000, 0) })
 	require.Panics(t, func() { New(1000, 6) })
 }
@@ -150,4 +153,19 @@ func BenchmarkRecordMs(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		h.RecordMs(vs[i&1023])
 	}
+}
+
+// TestMergeWidens: merging a histogram of a wider range into a narrower one
+// keeps every count (HDR alone would drop the values beyond the narrower
+// range).
+func TestMergeWidens(t *testing.T) {
+	t.Parallel()
+	narrow, wide := New(1000, 2), New(3_600_000, 2)
+	narrow.RecordMs(5)
+	wide.RecordMs(60_000)
+	narrow.Merge(wide)
+	require.EqualValues(t, 2, narrow.Count)
+	require.EqualValues(t, 2, narrow.HDR.TotalCount())
+	require.InEpsilon(t, 60_000, narrow.QuantileMs(100), 0.01)
+	require.InEpsilon(t, 5, narrow.QuantileMs(0), 0.01)
 }

@@ -112,6 +112,7 @@ func (m *merger) requests(r *Run) {
 		dst.TLSMs += row.TLSMs
 		dst.LastNewConnectionMs = maxPtr(dst.LastNewConnectionMs, row.LastNewConnectionMs)
 		m.out.Req[k].Merge(r.Req[k])
+		m.out.Req[k].TakeGeometry(r.Req[k]) // a row no instance recorded a value in keeps a geometry for its .hlog entry
 	}
 }
 
