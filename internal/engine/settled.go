@@ -80,15 +80,15 @@ func (st *Scenario) recordRequest(endNs int64, ms float64, failed bool) {
 // recordObservation keeps one observation of a scope (end time in Unix
 // ns). Callers hold st.mu.
 func (st *Scenario) recordObservation(sc *endpointScope, endNs int64, ms float64) {
-	start := startNs(endNs, ms)
 	if sc.name == "" && st.cfg.Input == inputIteration {
 		// the scenario's detector judges its iterations: the same series,
 		// which recordIteration keeps
 		if sc.tb == nil {
-			sc.tb = st.iterationBuckets(start)
+			sc.tb = st.iterationBuckets(startNs(endNs, ms))
 		}
 		return
 	}
+	start := startNs(endNs, ms)
 	if sc.tb == nil {
 		max := detector.DefaultMaxBuckets
 		if sc.name != "" {

@@ -20,18 +20,17 @@ const UnitMs = 0.001
 // Every value is recorded in HDR as round(ms / UnitMs), integer
 // microseconds; Count, SumMs, MinMs and MaxMs are exact on the recorded
 // values. RecordMs never allocates: values outside the histogram's range
-// (and NaN) are clamped into it, recorded and counted in OutOfRange, never
-// dropped. A Histogram is not safe for concurrent use; callers synchronize.
+// (and NaN) are clamped into it and recorded, never dropped. A Histogram
+// is not safe for concurrent use; callers synchronize.
 type Histogram struct {
 	// HDR holds the values in integer microseconds; nil for a histogram
 	// that no value or geometry has reached yet (a merge accumulator).
 	// Recording into it directly bypasses Count, SumMs, MinMs and MaxMs.
-	HDR        *hdrhistogram.Histogram
-	Count      int64
-	SumMs      float64
-	MinMs      float64 // +Inf when empty
-	MaxMs      float64 // -Inf when empty
-	OutOfRange int64   // values clamped into range by RecordMs
+	HDR   *hdrhistogram.Histogram
+	Count int64
+	SumMs float64
+	MinMs float64 // +Inf when empty
+	MaxMs float64 // -Inf when empty
 	// FirstMs and LastMs (Unix ms) bound the span of the recorded values
 	// (first start, last end); 0 when unknown. RecordMs leaves them alone.
 	FirstMs, LastMs float64
@@ -82,10 +81,8 @@ func (h *Histogram) RecordMs(v float64) {
 	switch {
 	case v >= UnitMs && v <= h.hiMs: // common case; false for NaN
 	case v > h.hiMs:
-		h.OutOfRange++
 		v = h.hiMs
 	default: // below range, negative or NaN
-		h.OutOfRange++
 		v = UnitMs
 	}
 	x := int64(v/UnitMs + 0.5)
@@ -157,7 +154,6 @@ func (h *Histogram) Merge(o *Histogram) {
 	}
 	h.Count += o.Count
 	h.SumMs += o.SumMs
-	h.OutOfRange += o.OutOfRange
 	h.FirstMs = minNonZero(h.FirstMs, o.FirstMs)
 	h.LastMs = math.Max(h.LastMs, o.LastMs)
 }
