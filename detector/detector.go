@@ -97,10 +97,10 @@ type coldTail struct {
 }
 
 // steadyState is the steady state (steady.go): where it started and was
-// declared, its level monitors, the one the last relapse lost (resumed if
-// the level returns) and the relapses so far.
+// declared (it is held while the regime is Steady), its level monitors,
+// the one the last relapse lost (resumed if the level returns) and the
+// relapses so far.
 type steadyState struct {
-	has        bool
 	start      Point
 	declaredAt Point
 	mon        [3]monitor // by stat
@@ -113,9 +113,10 @@ type steadyState struct {
 	// resumeAfterShift
 	shifted        bool
 	shiftSeq       int
-	relapseShiftAt Point // where the shift of the last relapse began
-	relapses       []Relapse
+	relapseShiftAt Point     // where the shift of the last relapse began
+	relapses       []Relapse // the first maxStoredRelapses
 	nRelapses      int
+	lastFrom       float64 // the level the latest relapse left
 }
 
 // New returns a Detector for cfg, or the joined Validate errors.
@@ -228,7 +229,7 @@ func (d *Detector) Snapshot() Snapshot {
 	if d.cold.found {
 		s.ColdEnd = ptr(d.cold.end)
 	}
-	if d.steady.has {
+	if d.regime == Steady {
 		s.SteadyStart = ptr(d.steady.start)
 		s.DeclaredAt = ptr(d.steady.declaredAt)
 	} else if d.class == Undecided && d.seq >= d.cfg.NoSteadyWindows {

@@ -188,7 +188,7 @@ func (d *Detector) classOf(s, lo int, level, preLevel float64) Class {
 		// back at the level of the steady state a burst ended: same shape
 		return d.steady.prevClass
 	case d.steady.nRelapses > 0:
-		if prev := d.steady.relapses[min(d.steady.nRelapses, maxStoredRelapses)-1].From; level < prev {
+		if prev := d.steady.lastFrom; level < prev {
 			return ClassWarmup
 		}
 		return Slowdown

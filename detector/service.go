@@ -337,7 +337,7 @@ func (d *Detector) svcHalvesAgree(g svcSegment, afterTransient, prior bool) bool
 func (d *Detector) svcClass(g svcSegment) Class {
 	switch {
 	case d.steady.nRelapses > 0:
-		if prev := d.steady.relapses[min(d.steady.nRelapses, maxStoredRelapses)-1].From; math.Exp(g.level) < prev {
+		if prev := d.steady.lastFrom; math.Exp(g.level) < prev {
 			return ClassWarmup
 		}
 		return Slowdown
@@ -462,7 +462,7 @@ const driftTau = 0.75
 // differ by that much (tau within +-0.6 on the 35 runs of settled services
 // of the harness's first batch, where a halves rule failed 6 of them).
 func (d *Detector) Drift() (change float64, held, ok bool) {
-	if !d.steady.has || d.regime != Steady || d.cfg.Method != MethodService {
+	if d.regime != Steady || d.cfg.Method != MethodService {
 		return 0, false, false
 	}
 	lo := d.firstAfter(d.steady.start.Index)

@@ -60,7 +60,6 @@ func restarted(m [3]monitor) [3]monitor {
 // enterSteady declares steady state from start, watched by mon; shifts are
 // sought from scanFrom on.
 func (d *Detector) enterSteady(start Point, mon [3]monitor, scanFrom int64) {
-	d.steady.has = true
 	d.steady.start = start
 	d.scan.scanFrom = scanFrom
 	d.steady.declaredAt = d.ring[len(d.ring)-1].last
@@ -195,13 +194,13 @@ func (d *Detector) relapse(w winSum, b, floor Point, resumable bool) {
 		d.steady.relapses = append(d.steady.relapses, rl)
 	}
 	d.steady.nRelapses++
+	d.steady.lastFrom = rl.From
 	d.steady.hasPrev = resumable
 	d.scan.pending = false
 	d.steady.shifted, d.steady.shiftSeq, d.steady.relapseShiftAt = d.cfg.ShiftZ > 0 && d.cfg.MeanTolerance > 0, d.seq, b
 	d.steady.prev = d.steady.mon
 	d.steady.prevStart = d.steady.start
 	d.steady.prevClass = d.class
-	d.steady.has = false
 	d.floor = floor
 	d.regime = Warmup
 	d.class = NoSteadyState
