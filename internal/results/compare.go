@@ -3,6 +3,7 @@ package results
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -259,33 +260,24 @@ func distFigure(d *Dist, m string) *float64 {
 	return nil
 }
 
-// requestKey is a row of the steady requests: scenario x phase x endpoint x
-// protocol.
-type requestKey struct{ scenario, phase, endpoint, proto string }
-
-// steadyRequests pairs the steady request rows of the two runs, in the
+// steadyRequests pairs the steady request rows of the two runs, keyed by
+// phase x endpoint x scenario x protocol (the regime left empty), in the
 // order of the tables printed by phase (compareTableKeys).
-func (k *comparer) steadyRequests() ([]requestKey, map[requestKey][2]*RequestRow) {
-	rows := map[requestKey][2]*RequestRow{}
+func (k *comparer) steadyRequests() ([]tableKey, map[tableKey][2]*RequestRow) {
+	rows := map[tableKey][2]*RequestRow{}
 	for i, s := range []*Summary{k.base, k.cand} {
 		for _, r := range s.Requests {
 			if r.Regime != "steady" {
 				continue
 			}
-			key := requestKey{r.Scenario, r.Phase, r.Endpoint, r.Protocol}
+			key := r.tableKey()
+			key.regime = ""
 			v := rows[key]
 			v[i] = r
 			rows[key] = v
 		}
 	}
-	keys := make([]requestKey, 0, len(rows))
-	for key := range rows {
-		keys = append(keys, key)
-	}
-	slices.SortFunc(keys, func(a, b requestKey) int {
-		return compareTableKeys(tableKey{a.phase, a.endpoint, a.scenario, a.proto, ""},
-			tableKey{b.phase, b.endpoint, b.scenario, b.proto, ""})
-	})
+	keys := slices.SortedFunc(maps.Keys(rows), compareTableKeys)
 	return keys, rows
 }
 

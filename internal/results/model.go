@@ -306,22 +306,8 @@ func (r *RequestRow) tableKey() tableKey {
 }
 
 func compareTableKeys(a, b tableKey) int {
-	if c := cmp.Compare(a.phase, b.phase); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.endpoint, b.endpoint); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.scenario, b.scenario); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.proto, b.proto); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(regimeIndex(a.regime), regimeIndex(b.regime)); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.regime, b.regime)
+	return cmp.Or(cmp.Compare(a.phase, b.phase), cmp.Compare(a.endpoint, b.endpoint),
+		cmp.Compare(a.scenario, b.scenario), cmp.Compare(a.proto, b.proto), compareRegimes(a.regime, b.regime))
 }
 
 // CompareRequests orders request rows as summary.json and the k6
@@ -329,22 +315,14 @@ func compareTableKeys(a, b tableKey) int {
 // protocol, then regime in the regimes' order (unknown names last). The
 // tables printed by phase (report.html, compare) use compareTableKeys.
 func CompareRequests(scenarioA, phaseA, endpointA, protoA, regimeA, scenarioB, phaseB, endpointB, protoB, regimeB string) int {
-	if c := cmp.Compare(scenarioA, scenarioB); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(phaseA, phaseB); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(endpointA, endpointB); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(protoA, protoB); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(regimeIndex(regimeA), regimeIndex(regimeB)); c != 0 {
-		return c
-	}
-	return cmp.Compare(regimeA, regimeB) // two names of no regime: a total order all the same
+	return cmp.Or(cmp.Compare(scenarioA, scenarioB), cmp.Compare(phaseA, phaseB), cmp.Compare(endpointA, endpointB),
+		cmp.Compare(protoA, protoB), compareRegimes(regimeA, regimeB))
+}
+
+// compareRegimes orders regimes as the regimes' order, unknown names last
+// and by name (two names of no regime: a total order all the same).
+func compareRegimes(a, b string) int {
+	return cmp.Or(cmp.Compare(regimeIndex(a), regimeIndex(b)), cmp.Compare(a, b))
 }
 
 // ConnPhase is the connection-pool cold start of one phase: requests that

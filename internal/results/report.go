@@ -355,33 +355,21 @@ func writeRequests(b *strings.Builder, s *Summary) {
 		return
 	}
 	b.WriteString("<h2>Requests per phase and endpoint</h2>\n")
-	type group struct {
-		phase string
-		rows  []*RequestRow
-	}
-	var groups []*group
-	idx := map[string]*group{}
-	for _, row := range s.Requests {
-		g := idx[row.Phase]
-		if g == nil {
-			g = &group{phase: row.Phase}
-			idx[row.Phase] = g
-			groups = append(groups, g)
+	rows := slices.Clone(s.Requests)
+	slices.SortStableFunc(rows, func(a, b *RequestRow) int { return compareTableKeys(a.tableKey(), b.tableKey()) })
+	for i, row := range rows {
+		if i == 0 || row.Phase != rows[i-1].Phase {
+			if i > 0 {
+				b.WriteString("</table>\n")
+			}
+			fmt.Fprintf(b, "<h3>phase %s</h3>\n<table class=\"requests\"><tr><th>scenario</th><th>endpoint</th><th>proto</th><th>regime</th><th>count</th><th>rate/s</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>errors</th><th>error rate</th><th>new conns</th></tr>\n", html.EscapeString(orDash(row.Phase)))
 		}
-		g.rows = append(g.rows, row)
+		fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td>%d</td><td>%.1f</td>%s<td>%d</td><td>%.4f</td><td>%d</td></tr>\n",
+			html.EscapeString(row.Scenario), html.EscapeString(orDash(row.Endpoint)), html.EscapeString(row.Protocol),
+			html.EscapeString(row.Regime), html.EscapeString(orUntagged(row.Regime)), row.Count, row.Rate, distCells(&row.Dist),
+			row.Errors, row.ErrorRate, row.NewConnections)
 	}
-	sort.Slice(groups, func(i, j int) bool { return groups[i].phase < groups[j].phase })
-	for _, g := range groups {
-		fmt.Fprintf(b, "<h3>phase %s</h3>\n<table class=\"requests\"><tr><th>scenario</th><th>endpoint</th><th>proto</th><th>regime</th><th>count</th><th>rate/s</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>errors</th><th>error rate</th><th>new conns</th></tr>\n", html.EscapeString(orDash(g.phase)))
-		slices.SortStableFunc(g.rows, func(a, b *RequestRow) int { return compareTableKeys(a.tableKey(), b.tableKey()) })
-		for _, row := range g.rows {
-			fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%s</td><td class=\"%s\">%s</td><td>%d</td><td>%.1f</td>%s<td>%d</td><td>%.4f</td><td>%d</td></tr>\n",
-				html.EscapeString(row.Scenario), html.EscapeString(orDash(row.Endpoint)), html.EscapeString(row.Protocol),
-				html.EscapeString(row.Regime), html.EscapeString(orUntagged(row.Regime)), row.Count, row.Rate, distCells(&row.Dist),
-				row.Errors, row.ErrorRate, row.NewConnections)
-		}
-		b.WriteString("</table>\n")
-	}
+	b.WriteString("</table>\n")
 }
 
 func writeEnvironment(b *strings.Builder, s *Summary) {
