@@ -145,6 +145,9 @@ func (h *Histogram) Merge(o *Histogram) {
 		wider := hdrhistogram.New(1, hi, int(h.HDR.SignificantFigures()))
 		wider.Merge(h.HDR)
 		h.HDR = wider
+		if h.hiInt != 0 { // a histogram that records: it may now record up to hi
+			h.hiInt, h.hiMs = hi, float64(hi)*UnitMs
+		}
 	}
 	h.HDR.Merge(o.HDR)
 	if h.Count == 0 {

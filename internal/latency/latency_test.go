@@ -166,4 +166,6 @@ func TestMergeWidens(t *testing.T) {
 	require.EqualValues(t, 2, narrow.HDR.TotalCount())
 	require.InEpsilon(t, 60_000, narrow.QuantileMs(100), 0.01)
 	require.InEpsilon(t, 5, narrow.QuantileMs(0), 0.01)
+	narrow.RecordMs(90_000)
+	require.Equal(t, 90_000.0, narrow.MaxMs, "a widened histogram records up to its new range, unclamped")
 }
