@@ -86,6 +86,8 @@ vet:
 	$(NEED_GO)
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags purego ./detector/
+	GOARCH=arm64 $(GO) vet ./detector/
 	cd demo && $(GO) vet ./...
 
 # packages that start real processes (k6, the demo service, PostgreSQL, InfluxDB, Chromium):

@@ -29,10 +29,18 @@ type pelt struct {
 // peltRun is one PELT run's state: its penalty, F and the last changepoint
 // of the best segmentation of every prefix, the candidates, their costs.
 type peltRun struct {
-	pen    float64
-	f      []float64
-	last   []int
-	r, r2  []int
+	pen   float64
+	f     []float64
+	last  []int
+	r, r2 []int
+	// dense: the run keeps fm instead of the candidates r: fm[c] = f[c]
+	// for a candidate c, +Inf for any other c < first or pruned; first is
+	// the first candidate. With the AVX2 kernels a step reads every c from
+	// first on, 4 at a time, rather than gathering the candidates one by
+	// one (most are candidates: the high penalties prune little).
+	dense  bool
+	fm     []float64
+	first  int
 	cost   []float64
 	cps    []int   // its changepoints, at the end
 	rawFit float64 // its unpenalised cost
@@ -63,10 +71,27 @@ func (p *pelt) init(y []float64) {
 		}
 		p.pool, p.seg = buf, (*buf)[:size]
 		for t := 2; t <= n; t++ {
-			row := p.seg[t*(t-1)/2:][:t]
-			for c := range t - 1 { // segments of at least two observations
-				row[c] = p.segCost(c, t)
-			}
+			p.costRow(p.seg[t*(t-1)/2:][:t-1], t) // segments of at least two observations
+		}
+	}
+}
+
+// costRow sets row[c] = segCost(c, t) for every c < len(row).
+func (p *pelt) costRow(row []float64, t int) {
+	n := len(row)
+	c := 0
+	for c < n {
+		if useAVX2 {
+			c += costRowAVX2(row[c:n], p.s[c:n], p.q[c:n], p.s[t], p.q[t], float64(t-c))
+		}
+		// the rest, or a group of 4 that the kernel left (a NaN or an
+		// infinite variance), or all of them without the kernel
+		e := n
+		if useAVX2 {
+			e = min(c+4, n)
+		}
+		for ; c < e; c++ {
+			row[c] = p.segCost(c, t)
 		}
 	}
 }
@@ -110,7 +135,7 @@ func (p *pelt) batch(pens []float64) []peltRun {
 	runs := p.slot[:len(pens)]
 	for i := range runs {
 		p.runs++
-		runs[i].start(pens[i], n)
+		runs[i].start(pens[i], n, useAVX2 && p.seg != nil)
 	}
 	for t := 2; t <= n; t++ {
 		var row []float64
@@ -127,7 +152,7 @@ func (p *pelt) batch(pens []float64) []peltRun {
 	return runs
 }
 
-func (r *peltRun) start(pen float64, n int) {
+func (r *peltRun) start(pen float64, n int, dense bool) {
 	r.pen = pen
 	r.f = slices.Grow(r.f[:0], n+1)[:n+1]
 	r.last = slices.Grow(r.last[:0], n+1)[:n+1]
@@ -136,6 +161,29 @@ func (r *peltRun) start(pen float64, n int) {
 		r.f[1], r.last[1] = math.Inf(1), 0
 	}
 	r.r = append(r.r[:0], 0)
+	r.dense, r.first = dense, 0
+	if dense {
+		r.fm = slices.Grow(r.fm[:0], n+1)[:n+1]
+		r.fm[0] = r.f[0]
+	}
+}
+
+// stepDense is step for a dense run: the same F(t), last changepoint and
+// candidates (pruned ones at +Inf in fm), from the same sums and
+// comparisons.
+func (r *peltRun) stepDense(t int, row []float64) {
+	lo, fm := r.first, r.fm
+	m := sumMin(fm[lo:t-1], row[lo:t-1])
+	best, arg := m+r.pen, 0
+	if !math.IsInf(m, 1) {
+		// the first candidate that attains it; prune the others beyond it
+		arg = lo + pruneDense(fm[lo:t-1], row[lo:t-1], r.pen, best)
+	}
+	r.f[t], r.last[t] = best, arg
+	fm[t-1] = r.f[t-1] // t-1 joins the candidates
+	for r.first < t-1 && math.IsInf(fm[r.first], 1) {
+		r.first++
+	}
 }
 
 // step computes F(t) = min over the candidates c of f[c] + cost(c, t) +
@@ -146,6 +194,10 @@ func (r *peltRun) start(pen float64, n int) {
 // the time of detect), the second finds the first candidate that attains
 // it (PELT's, and R's, choice on ties), the third prunes.
 func (r *peltRun) step(p *pelt, t int, row []float64) {
+	if r.dense {
+		r.stepDense(t, row)
+		return
+	}
 	f, cands, pen := r.f, r.r, r.pen
 	cost := slices.Grow(r.cost[:0], len(cands))[:len(cands)]
 	r.cost = cost
@@ -223,6 +275,56 @@ func addMin(dst, a, b []float64) float64 {
 		l0 = min(l0, v)
 	}
 	return min(min(l0, l1, l2, l3), min(l4, l5, l6, l7))
+}
+
+// sumMin returns the least a[i] + b[i] (+Inf for none), on the AVX2
+// kernel when there is one.
+func sumMin(a, b []float64) float64 {
+	n := len(a)
+	b = b[:n]
+	m, lo := 0, math.Inf(1)
+	if useAVX2 {
+		m = n &^ 3
+		if m > 0 {
+			lo = sumMinAVX2(a[:m], b[:m])
+		}
+	}
+	for i := m; i < n; i++ {
+		lo = min(lo, a[i]+b[i])
+	}
+	return lo
+}
+
+// pruneDense sets fm[i] to +Inf where fm[i] + row[i] > best (a pruned
+// candidate), and returns the first i with (fm[i] + row[i]) + pen == best
+// (-1 for none). On the AVX2 kernel when there is one.
+func pruneDense(fm, row []float64, pen, best float64) int {
+	n := len(fm)
+	if !useAVX2 || n < 4 {
+		return prunePure(fm, row, pen, best)
+	}
+	m := n &^ 3
+	arg := pruneAVX2(fm[:m], row[:m], pen, best)
+	if rest := prunePure(fm[m:], row[m:n], pen, best); arg < 0 && rest >= 0 {
+		arg = m + rest
+	}
+	return arg
+}
+
+// prunePure is pruneDense in Go.
+func prunePure(fm, row []float64, pen, best float64) int {
+	arg := -1
+	row = row[:len(fm)]
+	for i := range fm {
+		v := fm[i] + row[i]
+		if arg < 0 && v+pen == best {
+			arg = i
+		}
+		if v > best {
+			fm[i] = math.Inf(1)
+		}
+	}
+	return arg
 }
 
 // gatherAddMin is addMin over the candidates r: dst[i] = f[r[i]] + row[r[i]].
