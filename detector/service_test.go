@@ -306,6 +306,39 @@ func TestServiceTransientInTheColdTail(t *testing.T) {
 	}
 }
 
+// TestServiceTransientInTheTail: a first second only 1.4 times slower in
+// median (within twice the level band) but with 2% of its requests 40
+// times slower, as a JIT's first second: a visible transient, the level
+// after it needs settle_windows (12). The same first second with those
+// requests 7 times slower (a tail about 5 times the settled one: out of
+// the segment, within three times the tail band) is not: stable_windows
+// (9).
+func TestServiceTransientInTheTail(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		for _, slow := range []float64{40, 7} {
+			r := rand.New(rand.NewPCG(seed, 6))
+			res := stream{rate: 500, secs: 40, sigma: 0.1, level: func(t float64) float64 {
+				if t < 1 {
+					if r.IntN(50) == 0 {
+						return slow
+					}
+					return 1.4
+				}
+				return 1
+			}}.run(t, seed, ServiceConfig())
+			name := fmt.Sprintf("seed %d, first-second tail %gx", seed, slow)
+			require.Equal(t, Steady, res.snap.Regime, name)
+			require.Empty(t, res.snap.Relapses, name)
+			if slow > 8 {
+				require.GreaterOrEqual(t, res.declared(), 12.0, name)
+			} else {
+				require.Less(t, res.declared(), 11.0, name)
+			}
+		}
+	}
+}
+
 // TestServicePrior: with a prior (a profile of earlier runs) the detector
 // declares nothing before prior_warmup, then needs only prior_windows at
 // the prior level; a level outside the prior's band needs the usual
