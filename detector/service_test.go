@@ -339,6 +339,36 @@ func TestServiceTransientInTheTail(t *testing.T) {
 	}
 }
 
+// TestServiceTransientTailInTheFirstWindow: as above, on a service whose
+// window tails jump by a factor 2-3 from second to second (HotSpot's on 2
+// shared cores): the walk's band for tails is then wide enough to take the
+// first window, 40 times the tail, into the segment; it is left out, and
+// the level needs settle_windows.
+func TestServiceTransientTailInTheFirstWindow(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		r := rand.New(rand.NewPCG(seed, 7))
+		burst := make([]float64, 41)
+		for i := range burst {
+			burst[i] = 2 * math.Exp(0.9*r.NormFloat64())
+		}
+		res := stream{rate: 500, secs: 40, sigma: 0.1, level: func(t float64) float64 {
+			switch {
+			case t < 1 && r.IntN(50) == 0:
+				return 60
+			case t < 1:
+				return 1.15
+			case r.IntN(100) == 0:
+				return burst[int(t)]
+			}
+			return 1
+		}}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		require.Equal(t, Steady, res.snap.Regime, name)
+		require.GreaterOrEqual(t, res.declared(), 12.0, name)
+	}
+}
+
 // TestServicePrior: with a prior (a profile of earlier runs) the detector
 // declares nothing before prior_warmup, then needs only prior_windows at
 // the prior level; a level outside the prior's band needs the usual
