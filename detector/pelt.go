@@ -295,9 +295,13 @@ func sumMin(a, b []float64) float64 {
 	return lo
 }
 
-// pruneDense sets fm[i] to +Inf where fm[i] + row[i] > best (a pruned
-// candidate), and returns the first i with (fm[i] + row[i]) + pen == best
-// (-1 for none). On the AVX2 kernel when there is one.
+// pruneDense sets fm[i] to +Inf unless fm[i] + row[i] <= best (a pruned
+// candidate, as step prunes), and returns the first i with (fm[i] +
+// row[i]) + pen == best (-1 for none). On the AVX2 kernel when there is
+// one. (A NaN cost, from sums of squares beyond the float64 range, is
+// pruned as step prunes it; the least of sums with a NaN may differ from
+// step's, which never meets one from observations Observe accepts below
+// about 1e154.)
 func pruneDense(fm, row []float64, pen, best float64) int {
 	n := len(fm)
 	if !useAVX2 || n < 4 {
@@ -320,7 +324,7 @@ func prunePure(fm, row []float64, pen, best float64) int {
 		if arg < 0 && v+pen == best {
 			arg = i
 		}
-		if v > best {
+		if !(v <= best) {
 			fm[i] = math.Inf(1)
 		}
 	}

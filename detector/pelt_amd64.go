@@ -5,8 +5,8 @@ package detector
 import "golang.org/x/sys/cpu"
 
 // useAVX2: Hindsight's PELT runs its segment costs and its dense steps on
-// the AVX2 kernels of pelt_amd64.s, bit-identical to the Go code (a
-// variable, so that the tests can compare the two).
+// the AVX2 kernels of pelt_amd64.s, bit-identical to the Go code, when the
+// CPU has AVX2 (decided at start).
 var useAVX2 = cpu.X86.HasAVX2
 
 // sumMinAVX2 returns the least a[i] + b[i] over the first len(a)&^3

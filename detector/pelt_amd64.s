@@ -131,7 +131,7 @@ eq4:
 	JGE       pruneDone
 	VMOVUPD   (DI)(AX*8), Y7
 	VADDPD    (SI)(AX*8), Y7, Y4 // cost = fm + row
-	VCMPPD    $0x1e, Y2, Y4, Y5 // cost > best (GT_OQ): pruned
+	VCMPPD    $0x06, Y2, Y4, Y5 // !(cost <= best) (NLE_UQ): pruned
 	VMOVMSKPD Y5, BX
 	TESTQ     BX, BX
 	JZ        eqTest
@@ -165,10 +165,10 @@ prune16:
 	VADDPD  32(SI)(AX*8), Y5, Y5
 	VADDPD  64(SI)(AX*8), Y6, Y6
 	VADDPD  96(SI)(AX*8), Y7, Y7
-	VCMPPD  $0x1e, Y2, Y4, Y4
-	VCMPPD  $0x1e, Y2, Y5, Y5
-	VCMPPD  $0x1e, Y2, Y6, Y6
-	VCMPPD  $0x1e, Y2, Y7, Y7
+	VCMPPD  $0x06, Y2, Y4, Y4
+	VCMPPD  $0x06, Y2, Y5, Y5
+	VCMPPD  $0x06, Y2, Y6, Y6
+	VCMPPD  $0x06, Y2, Y7, Y7
 	VORPD   Y5, Y4, Y8
 	VORPD   Y7, Y6, Y9
 	VORPD   Y9, Y8, Y8
@@ -182,7 +182,7 @@ prune4:
 	JGE       pruneDone
 	VMOVUPD   (DI)(AX*8), Y7
 	VADDPD    (SI)(AX*8), Y7, Y4
-	VCMPPD    $0x1e, Y2, Y4, Y5
+	VCMPPD    $0x06, Y2, Y4, Y5
 	VMOVMSKPD Y5, BX
 	ADDQ      $4, AX
 	TESTQ     BX, BX

@@ -270,12 +270,12 @@ func (d *Detector) svcFind(lo int) svcSegment {
 		if st, _ := d.walkBack(u, tband); st > g.s {
 			g.s, g.level = st, d.medianOf(y[st:])
 		}
-		// The walk smooths each end with the mean of two windows, so a
-		// first window whose tail is a transient (a JIT's first second,
+		// The walk smooths each end with the mean of two windows, so the
+		// first window (of the run, or after a relapse) whose tail is a transient (a JIT's first second,
 		// 15-90 times the settled tail, the cold tail in it) can join the
 		// segment: it starts after that window, which afterTransient then
 		// sees.
-		if g.s == 0 && g.n > 1 && u[0]-d.medianOf(u[1:]) > 3*math.Log1p(d.cfg.TailTolerance) {
+		if g.s == 0 && g.from == g.lo && g.n > 1 && u[0]-d.medianOf(u[1:]) > 3*math.Log1p(d.cfg.TailTolerance) {
 			g.s, g.level = 1, d.medianOf(y[1:])
 		}
 	}

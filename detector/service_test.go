@@ -333,6 +333,7 @@ func TestServiceTransientInTheTail(t *testing.T) {
 			if slow > 8 {
 				require.GreaterOrEqual(t, res.declared(), 12.0, name)
 			} else {
+				require.Greater(t, res.declared(), 0.0, name)
 				require.Less(t, res.declared(), 11.0, name)
 			}
 		}
@@ -365,6 +366,9 @@ func TestServiceTransientTailInTheFirstWindow(t *testing.T) {
 		}}.run(t, seed, ServiceConfig())
 		name := fmt.Sprintf("seed %d", seed)
 		require.Equal(t, Steady, res.snap.Regime, name)
+		require.Empty(t, res.snap.Relapses, name)
+		require.NotNil(t, res.snap.SteadyStart, name)
+		require.GreaterOrEqual(t, res.snap.SteadyStart.Time, int64(1e9), "%s: the first window is left out", name)
 		require.GreaterOrEqual(t, res.declared(), 12.0, name)
 	}
 }
