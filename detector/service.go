@@ -33,8 +33,7 @@ import (
 //     hold stable_windows windows (9): a service can start on a cold
 //     plateau (40 ms for 8 s, then 5 ms), and the first level is all the
 //     detector has seen. A segment reached after a transient (the level
-//     before it lies outside twice the band, or a tail before it beyond
-//     three times the tail band) must hold settle_windows (12): warm-
+//     before it lies outside twice the band) must hold settle_windows (12): warm-
 //     ups come in stages (interpreter, C1, C2), and the level that follows
 //     the first fast drop is often an intermediate one (HotSpot services
 //     improved by another 20-30% for 7-17 s after it in the live harness).
@@ -270,14 +269,6 @@ func (d *Detector) svcFind(lo int) svcSegment {
 		if st, _ := d.walkBack(u, tband); st > g.s {
 			g.s, g.level = st, d.medianOf(y[st:])
 		}
-		// The walk smooths each end with the mean of two windows, so the
-		// first window (of the run, or after a relapse) whose tail is a transient (a JIT's first second,
-		// 15-90 times the settled tail, the cold tail in it) can join the
-		// segment: it starts after that window, which afterTransient then
-		// sees.
-		if g.s == 0 && g.from == g.lo && g.n > 1 && u[0]-d.medianOf(u[1:]) > 3*math.Log1p(d.cfg.TailTolerance) {
-			g.s, g.level = 1, d.medianOf(y[1:])
-		}
 	}
 	return g
 }
@@ -289,33 +280,17 @@ func (d *Detector) svcFind(lo int) svcSegment {
 // windows before the search range count: those of the cold tail are the
 // first of a JIT's warm-up. Twice the level band, not the band widened by
 // the windows' noise: a JIT's first windows are noisy and 1.7 times slower.
-//
-// With the dual gate, a tail is a transient too: one of those windows'
-// tails lies beyond three times the tail band (a factor 8 at tail_tolerance
-// 1) above the segment's. In the live harness the first second of a
-// HotSpot service had a tail 15-90 times its settled one while its median
-// was only 1.5-2 times the level, and the demo service's pool cold start
-// did the same; the first connections of the flat Go controls gave 1.2-2
-// times, V8's first second 3-7 times.
 func (d *Detector) afterTransient(g svcSegment) bool {
 	at := g.from + g.s
 	if at <= 0 {
 		return false
 	}
 	t := d.svc.tmp[:0]
-	tail := math.Inf(-1)
 	for j := max(0, at-3); j < at; j++ {
 		t = append(t, math.Log(d.ring[j].med))
-		tail = max(tail, math.Log(d.ring[j].tail))
 	}
 	d.svc.tmp = t
-	if math.Abs(median(t)-g.level) > 2*math.Log1p(d.cfg.MedianTolerance) {
-		return true
-	}
-	if d.cfg.TailTolerance <= 0 {
-		return false
-	}
-	return tail-d.medianOf(d.svc.u[g.s:]) > 3*math.Log1p(d.cfg.TailTolerance)
+	return math.Abs(median(t)-g.level) > 2*math.Log1p(d.cfg.MedianTolerance)
 }
 
 // svcHalvesAgree compares the halves of the segment. After a transient the
