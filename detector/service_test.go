@@ -306,6 +306,74 @@ func TestServiceTransientInTheColdTail(t *testing.T) {
 	}
 }
 
+// TestServiceTransientInTheTail: a first second only 1.4 times slower in
+// median (within twice the level band) but with 2% of its requests 40
+// times slower, as a JIT's first second (a tail about 30 times the
+// settled one): a visible transient, the level after it needs
+// settle_windows (12). The same first second with those requests 7 or 15
+// times slower (a tail 5 or 11 times the settled one, as the first
+// connections of a pool give: out of the segment, within four times the
+// tail band) is not: stable_windows (9).
+func TestServiceTransientInTheTail(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		for _, slow := range []float64{40, 15, 7} {
+			r := rand.New(rand.NewPCG(seed, 6))
+			res := stream{rate: 500, secs: 40, sigma: 0.1, level: func(t float64) float64 {
+				if t < 1 {
+					if r.IntN(50) == 0 {
+						return slow
+					}
+					return 1.4
+				}
+				return 1
+			}}.run(t, seed, ServiceConfig())
+			name := fmt.Sprintf("seed %d, first-second tail %gx", seed, slow)
+			require.Equal(t, Steady, res.snap.Regime, name)
+			require.Empty(t, res.snap.Relapses, name)
+			if slow > 20 {
+				require.GreaterOrEqual(t, res.declared(), 12.0, name)
+			} else {
+				require.Greater(t, res.declared(), 0.0, name)
+				require.Less(t, res.declared(), 11.0, name)
+			}
+		}
+	}
+}
+
+// TestServiceTransientTailInTheFirstWindow: as above, on a service whose
+// window tails jump by a factor 2-3 from second to second (HotSpot's on 2
+// shared cores): the walk's band for tails is then wide enough to take the
+// first window, 40 times the tail, into the segment; it is left out, and
+// the level needs settle_windows.
+func TestServiceTransientTailInTheFirstWindow(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		r := rand.New(rand.NewPCG(seed, 7))
+		burst := make([]float64, 41)
+		for i := range burst {
+			burst[i] = 2 * math.Exp(0.9*r.NormFloat64())
+		}
+		res := stream{rate: 500, secs: 40, sigma: 0.1, level: func(t float64) float64 {
+			switch {
+			case t < 1 && r.IntN(50) == 0:
+				return 60
+			case t < 1:
+				return 1.15
+			case r.IntN(100) == 0:
+				return burst[int(t)]
+			}
+			return 1
+		}}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		require.Equal(t, Steady, res.snap.Regime, name)
+		require.Empty(t, res.snap.Relapses, name)
+		require.NotNil(t, res.snap.SteadyStart, name)
+		require.GreaterOrEqual(t, res.snap.SteadyStart.Time, int64(1e9), "%s: the first window is left out", name)
+		require.GreaterOrEqual(t, res.declared(), 12.0, name)
+	}
+}
+
 // TestServicePrior: with a prior (a profile of earlier runs) the detector
 // declares nothing before prior_warmup, then needs only prior_windows at
 // the prior level; a level outside the prior's band needs the usual
