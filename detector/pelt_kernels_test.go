@@ -161,4 +161,19 @@ func TestDenseKernelsExact(t *testing.T) {
 			}
 		}
 	}
+	// the 16-lane loop: no candidate pruned before, the tie first (the
+	// 4-lane search ends there), a NaN cost in the third block of 16
+	fm, row := make([]float64, 64), make([]float64, 64)
+	for i := range fm {
+		fm[i], row[i] = 0, 1 // cost 1 <= best: none pruned
+	}
+	row[37] = math.NaN()
+	pen := 10.0
+	best := 1 + pen
+	fmA, fmB := append([]float64{}, fm...), append([]float64{}, fm...)
+	require.Equal(t, prunePure(fmB, row, pen, best), pruneDense(fmA, row, pen, best))
+	require.True(t, math.IsInf(fmB[37], 1), "the list step prunes a NaN cost")
+	for i := range fmA {
+		require.Equal(t, math.Float64bits(fmB[i]), math.Float64bits(fmA[i]), "fm[%d]", i)
+	}
 }

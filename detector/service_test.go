@@ -341,6 +341,29 @@ func TestServiceTransientInTheTail(t *testing.T) {
 	}
 }
 
+// TestServiceTransientTailGateOff: without the tail gate (tail_tolerance
+// 0) a tail is no transient: the same JIT-like first second is a first
+// level (stable_windows), and nothing reads the tails it did not keep.
+func TestServiceTransientTailGateOff(t *testing.T) {
+	t.Parallel()
+	cfg := ServiceConfig()
+	cfg.TailTolerance = 0
+	r := rand.New(rand.NewPCG(3, 6))
+	res := stream{rate: 500, secs: 40, sigma: 0.1, level: func(t float64) float64 {
+		if t < 1 {
+			if r.IntN(50) == 0 {
+				return 40
+			}
+			return 1.4
+		}
+		return 1
+	}}.run(t, 3, cfg)
+	require.Equal(t, Steady, res.snap.Regime)
+	require.Empty(t, res.snap.Relapses)
+	require.Greater(t, res.declared(), 0.0)
+	require.Less(t, res.declared(), 11.0)
+}
+
 // TestServiceTransientTailInTheFirstWindow: as above, on a service whose
 // window tails jump by a factor 2-3 from second to second (HotSpot's on 2
 // shared cores): the walk's band for tails is then wide enough to take the
