@@ -312,22 +312,14 @@ func TestServiceTransientInTheColdTail(t *testing.T) {
 // settled one): a visible transient, the level after it needs
 // settle_windows (12). The same first second with those requests 7 or 15
 // times slower (a tail 5 or 11 times the settled one, as the first
-// connections of a pool give: out of the segment, within four times the
-// tail band) is not: stable_windows (9).
+// connections of a pool give: out of the segment, within four tail
+// bands) is not: stable_windows (9).
 func TestServiceTransientInTheTail(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= 4; seed++ {
 		for _, slow := range []float64{40, 15, 7} {
 			r := rand.New(rand.NewPCG(seed, 6))
-			res := stream{rate: 500, secs: 40, sigma: 0.1, level: func(t float64) float64 {
-				if t < 1 {
-					if r.IntN(50) == 0 {
-						return slow
-					}
-					return 1.4
-				}
-				return 1
-			}}.run(t, seed, ServiceConfig())
+			res := stream{rate: 500, secs: 40, sigma: 0.1, level: coldTailSecond(r, slow)}.run(t, seed, ServiceConfig())
 			name := fmt.Sprintf("seed %d, first-second tail %gx", seed, slow)
 			require.Equal(t, Steady, res.snap.Regime, name)
 			require.Empty(t, res.snap.Relapses, name)
@@ -341,6 +333,20 @@ func TestServiceTransientInTheTail(t *testing.T) {
 	}
 }
 
+// coldTailSecond is a service whose first second is 1.4 times slower in
+// median, with 2% of its requests slow times slower, and then level 1.
+func coldTailSecond(r *rand.Rand, slow float64) func(float64) float64 {
+	return func(t float64) float64 {
+		if t < 1 {
+			if r.IntN(50) == 0 {
+				return slow
+			}
+			return 1.4
+		}
+		return 1
+	}
+}
+
 // TestServiceTransientTailGateOff: without the tail gate (tail_tolerance
 // 0) a tail is no transient: the same JIT-like first second is a first
 // level (stable_windows), and nothing reads the tails it did not keep.
@@ -349,15 +355,7 @@ func TestServiceTransientTailGateOff(t *testing.T) {
 	cfg := ServiceConfig()
 	cfg.TailTolerance = 0
 	r := rand.New(rand.NewPCG(3, 6))
-	res := stream{rate: 500, secs: 40, sigma: 0.1, level: func(t float64) float64 {
-		if t < 1 {
-			if r.IntN(50) == 0 {
-				return 40
-			}
-			return 1.4
-		}
-		return 1
-	}}.run(t, 3, cfg)
+	res := stream{rate: 500, secs: 40, sigma: 0.1, level: coldTailSecond(r, 40)}.run(t, 3, cfg)
 	require.Equal(t, Steady, res.snap.Regime)
 	require.Empty(t, res.snap.Relapses)
 	require.Greater(t, res.declared(), 0.0)
@@ -367,8 +365,8 @@ func TestServiceTransientTailGateOff(t *testing.T) {
 // TestServiceTransientTailInTheFirstWindow: as above, on a service whose
 // window tails jump by a factor 2-3 from second to second (HotSpot's on 2
 // shared cores): the walk's band for tails is then wide enough to take the
-// first window, 40 times the tail, into the segment; it is left out, and
-// the level needs settle_windows.
+// first window, 2% of its requests 60 times slower, into the segment; it
+// is left out, and the level needs settle_windows.
 func TestServiceTransientTailInTheFirstWindow(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= 4; seed++ {
