@@ -272,10 +272,14 @@ func (d *Detector) svcFind(lo int) svcSegment {
 			g.s, g.level = st, d.medianOf(y[st:])
 		}
 		// The walk smooths each end with the mean of two windows, so the
-		// first window (of the run, or after a relapse) whose tail is a
-		// transient (a JIT's first second, the cold tail in it) can join
-		// the segment: it starts after that window, which afterTransient
-		// then sees.
+		// first window of the search whose tail is a transient (a JIT's
+		// first second, the cold tail in it) can join the segment: it
+		// starts after that window, which afterTransient then sees. That
+		// is the run's first window, or the first after a prior's warm-up
+		// end. After a relapse the search starts at the relapse's
+		// boundary, an estimate (2r-1 windows back) that usually falls
+		// before the shift, so the shift's first window is then not the
+		// search's first and stays in the segment.
 		if g.s == 0 && g.from == g.lo && g.n > 1 && u[0]-d.medianOf(u[1:]) > transientTailBands*math.Log1p(d.cfg.TailTolerance) {
 			g.s, g.level = 1, d.medianOf(y[1:])
 		}
@@ -307,26 +311,35 @@ const transientTailBands = 4
 // first of a JIT's warm-up. Twice the level band, not the band widened by
 // the windows' noise: a JIT's first windows are noisy and 1.7 times slower.
 //
-// With the dual gate, a tail is a transient too: one of those windows'
-// tails lies beyond transientTailBands times the tail band above the
-// segment's (a factor 16 at tail_tolerance 1).
+// With the dual gate, a tail is a transient too (tailTransient).
 func (d *Detector) afterTransient(g svcSegment) bool {
 	at := g.from + g.s
 	if at <= 0 {
 		return false
 	}
 	t := d.svc.tmp[:0]
-	tail := math.Inf(-1)
 	for j := max(0, at-3); j < at; j++ {
 		t = append(t, math.Log(d.ring[j].med))
-		tail = max(tail, math.Log(d.ring[j].tail))
 	}
 	d.svc.tmp = t
 	if math.Abs(median(t)-g.level) > 2*math.Log1p(d.cfg.MedianTolerance) {
 		return true
 	}
-	if d.cfg.TailTolerance <= 0 {
+	return d.tailTransient(g, 0)
+}
+
+// tailTransient tells whether, with the dual gate, one of the (up to 3)
+// windows just before the segment, from window lo on, has a tail beyond
+// transientTailBands times the tail band above the segment's (a factor 16
+// at tail_tolerance 1). It reads d.svc.u as svcFind left it.
+func (d *Detector) tailTransient(g svcSegment, lo int) bool {
+	at := g.from + g.s
+	if at <= lo || d.cfg.TailTolerance <= 0 {
 		return false
+	}
+	tail := math.Inf(-1)
+	for j := max(lo, at-3); j < at; j++ {
+		tail = max(tail, math.Log(d.ring[j].tail))
 	}
 	return tail-d.medianOf(d.svc.u[g.s:]) > transientTailBands*math.Log1p(d.cfg.TailTolerance)
 }
@@ -371,7 +384,12 @@ func (d *Detector) svcHalvesAgree(g svcSegment, afterTransient, prior bool) bool
 
 // svcClass is the class of the steady state g starts (Barrett et al.
 // 2017): against what came before the segment, or the steady state a
-// relapse ended.
+// relapse ended. A level whose median is that of what came before is a
+// warm-up all the same when what came before, from the start of the
+// search (the cold end, or the prior's warm-up end), is at most 3 windows
+// and has a tail transient: a JIT's first second, its median within the
+// band and its tail 16 times the settled one (without a prior, the
+// detector held the level to settle_windows for it, as after a warm-up).
 func (d *Detector) svcClass(g svcSegment) Class {
 	switch {
 	case d.steady.nRelapses > 0:
@@ -382,6 +400,8 @@ func (d *Detector) svcClass(g svcSegment) Class {
 	case g.from+g.s <= g.lo:
 		return Flat
 	}
+	// before d.logs below: tailTransient reads d.svc.u as svcFind left it
+	tailOnly := g.from+g.s-g.lo <= 3 && d.tailTransient(g, g.lo)
 	before := d.medianOf(d.svc.y[:g.s])
 	if g.from > g.lo {
 		// the search did not reach the cold end: compare with all of it
@@ -389,6 +409,8 @@ func (d *Detector) svcClass(g svcSegment) Class {
 		before = d.medianOf(d.svc.y[:g.from+g.s-g.lo])
 	}
 	switch {
+	case math.Abs(before-g.level) <= g.band && tailOnly:
+		return ClassWarmup
 	case math.Abs(before-g.level) <= g.band:
 		return Flat
 	case before > g.level:
