@@ -1,10 +1,13 @@
 package harness
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/xk6-regime/xk6-regime/detector"
+	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
 // EngineDelay is how late the extension's detectors see an iteration: k6's
@@ -116,7 +119,18 @@ func ReplayQuality(it []Iteration, ref Reference, rp *Replayed) Quality {
 // gate's: 0 held, 99 not; the five-way consistency is k6's and is not
 // checked), and the settled view computed again from the series by the
 // current code.
+//
+// A run made with a profile is replayed with the prior its profile gave
+// the extension's detector (the profile.json its summary.json names), as
+// the extension sets it (internal/engine's withPrior); without it the
+// replay would judge a run without a profile under the profiled case's name.
 func ReplayFigures(c Case, f *Figures, out *RunOutput, cfg detector.Config, gateFraction float64) (*Figures, error) {
+	if c.Profiled {
+		var err error
+		if cfg, err = withRunPrior(cfg, out); err != nil {
+			return nil, err
+		}
+	}
 	rp, err := ReplayOnline(out.Series, cfg, gateFraction)
 	if err != nil {
 		return nil, err
@@ -147,4 +161,24 @@ func ReplayFigures(c Case, f *Figures, out *RunOutput, cfg detector.Config, gate
 	}
 	g.Checks = checks(c, &g)
 	return &g, nil
+}
+
+// withRunPrior sets on cfg the prior of the profile that judged the run
+// (none when the profile's runs had no settled steady state there); an
+// error when the run names no profile or it cannot be read.
+func withRunPrior(cfg detector.Config, out *RunOutput) (detector.Config, error) {
+	if out.Run == nil || out.Run.Summary == nil || out.Run.Summary.Profile == nil {
+		return cfg, fmt.Errorf("replay: %s was run with a profile, but its summary.json names none", out.Dir)
+	}
+	p, err := results.LoadProfile(out.Run.Summary.Profile.Path)
+	if err != nil {
+		return cfg, fmt.Errorf("replay: %s: %w", out.Dir, err)
+	}
+	pr := p.Scope(scenarioName, "").Prior()
+	if !pr.Ok {
+		return cfg, nil
+	}
+	cfg.PriorWarmup = detector.Duration(time.Duration(pr.WarmupMs * float64(time.Millisecond)))
+	cfg.PriorLevel, cfg.PriorLevelLow, cfg.PriorLevelHigh = pr.LevelMs, pr.Low, pr.High
+	return cfg, nil
 }
