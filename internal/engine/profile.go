@@ -49,13 +49,6 @@ func loadProfile(cfg *Config, path string) error {
 	return nil
 }
 
-// withPrior returns a detector configuration with the prior of a scope.
-func withPrior(c detector.Config, p results.Prior) detector.Config {
-	c.PriorWarmup = detector.Duration(time.Duration(p.WarmupMs * float64(time.Millisecond)))
-	c.PriorLevel, c.PriorLevelLow, c.PriorLevelHigh = p.LevelMs, p.Low, p.High
-	return c
-}
-
 // profileChecks sets a scenario's settled view against the run's profile
 // (none without one) and returns the checks with their samples:
 // regime_profile_ttss, _p50 and _p99 (the run's figure / the profile's),

@@ -188,7 +188,7 @@ func (s *Scenario) scopeFor(endpoint string, onTransition func(*endpointScope, d
 	sc := &endpointScope{name: endpoint}
 	dcfg := s.cfg.Detector
 	if p, ok := s.cfg.Priors[endpoint]; ok {
-		dcfg = withPrior(dcfg, p)
+		dcfg = p.Apply(dcfg)
 	}
 	dcfg.DropTrace = true // tags and gates are online decisions: Hindsight is never called here
 	dcfg.OnTransition = func(t detector.Transition) { onTransition(sc, t) }

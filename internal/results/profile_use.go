@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/xk6-regime/xk6-regime/detector"
 )
 
 // Using a profile: a run reads profile.json (regime.configure's profile
@@ -105,6 +107,15 @@ const minPriorBand = 0.10
 type Prior struct {
 	WarmupMs, LevelMs, Low, High float64
 	Ok                           bool
+}
+
+// Apply returns c with the prior set (no steady state before WarmupMs; a
+// level in the band needs prior_windows): what a run's detector takes from
+// its profile, and what the live harness's replay of such a run sets.
+func (p Prior) Apply(c detector.Config) detector.Config {
+	c.PriorWarmup = detector.Duration(time.Duration(p.WarmupMs * float64(time.Millisecond)))
+	c.PriorLevel, c.PriorLevelLow, c.PriorLevelHigh = p.LevelMs, p.Low, p.High
+	return c
 }
 
 // Prior returns the prior of a scope.

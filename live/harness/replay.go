@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"time"
 
 	"github.com/xk6-regime/xk6-regime/detector"
 	"github.com/xk6-regime/xk6-regime/internal/results"
@@ -122,7 +121,7 @@ func ReplayQuality(it []Iteration, ref Reference, rp *Replayed) Quality {
 //
 // A run made with a profile is replayed with the prior its profile gave
 // the extension's detector (the profile.json its summary.json names), as
-// the extension sets it (internal/engine's withPrior); without it the
+// the extension sets it (results.Prior.Apply); without it the
 // replay would judge a run without a profile under the profiled case's name.
 func ReplayFigures(c Case, f *Figures, out *RunOutput, cfg detector.Config, gateFraction float64) (*Figures, error) {
 	if c.Profiled {
@@ -178,7 +177,5 @@ func withRunPrior(cfg detector.Config, out *RunOutput) (detector.Config, error) 
 	if !pr.Ok {
 		return cfg, nil
 	}
-	cfg.PriorWarmup = detector.Duration(time.Duration(pr.WarmupMs * float64(time.Millisecond)))
-	cfg.PriorLevel, cfg.PriorLevelLow, cfg.PriorLevelHigh = pr.LevelMs, pr.Low, pr.High
-	return cfg, nil
+	return pr.Apply(cfg), nil
 }
