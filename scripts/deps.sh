@@ -8,9 +8,11 @@ need_apt=()
 [ -x /usr/lib/postgresql/15/bin/initdb ] || need_apt+=(postgresql)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
-# the live harness's JIT services: a JDK (javac, java) and Node.js
+# the live harness's JIT services: a JDK (javac, java) and Node.js,
 command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+# and PyPy (the held-out pypy/open case: the Python service under a tracing JIT)
+command -v pypy3 >/dev/null 2>&1 || need_apt+=(pypy3)
 # actionlint runs shellcheck on the workflow's run: steps (the test requires it)
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
 # the history test's Apache Otava runs in a Python virtual environment

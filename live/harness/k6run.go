@@ -16,6 +16,10 @@ import (
 	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
+// k6Grace is how long k6 may run beyond its scenario's limit (start-up,
+// the end-of-run summary and results) before the harness stops it.
+const k6Grace = 90 * time.Second
+
 // Load is the load model of a case.
 type Load struct {
 	// Model is "open" (constant-arrival-rate) or "closed" (shared-iterations).
@@ -98,7 +102,7 @@ func (e *Env) runK6(ctx context.Context, c Case, addr, outDir, testid string) (*
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, err
 	}
-	timeout := c.Load.limit() + 90*time.Second
+	timeout := c.Load.limit() + k6Grace
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, e.K6, "run", "--no-usage-report", "--quiet", "--log-format", "raw",

@@ -20,11 +20,16 @@ import (
 	"github.com/xk6-regime/xk6-regime/test/pgtest"
 )
 
+// startTimeout is how long a service may take to answer HTTP after it is
+// started.
+const startTimeout = 60 * time.Second
+
 // Service is a real server the harness starts for one run and stops after it.
 type Service struct {
 	// Name identifies the service in tables ("go-flat", "jvm-sha", ...).
 	Name string
-	// Kind is the program: "gosvc", "node", "python", "jvm" or "demo".
+	// Kind is the program: "gosvc", "node", "python", "pypy", "jvm" or
+	// "demo" ("pypy" is the Python service under PyPy's tracing JIT).
 	Kind string
 	// Args are the program's own flags (gosvc -mode ..., jvm --mix ...).
 	Args []string
@@ -92,6 +97,11 @@ func (e *Env) Prepare(ctx context.Context, services []Service) error {
 	if kinds["python"] {
 		if _, err := exec.LookPath("python3"); err != nil {
 			errs = append(errs, errors.New("the Python service needs python3 on PATH (Debian: apt-get install -y python3)"))
+		}
+	}
+	if kinds["pypy"] {
+		if _, err := exec.LookPath("pypy3"); err != nil {
+			errs = append(errs, errors.New("the PyPy service needs pypy3 on PATH (Debian: apt-get install -y pypy3; make deps)"))
 		}
 	}
 	if kinds["node"] {
@@ -162,6 +172,8 @@ func (e *Env) start(ctx context.Context, s Service) (*running, error) {
 		name, args = "node", append([]string{filepath.Join(e.Repo, "live/services/node/server.js"), "--port", "0"}, s.Args...)
 	case "python":
 		name, args = "python3", append([]string{filepath.Join(e.Repo, "live/services/python/server.py"), "--port", "0"}, s.Args...)
+	case "pypy":
+		name, args = "pypy3", append([]string{filepath.Join(e.Repo, "live/services/python/server.py"), "--port", "0"}, s.Args...)
 	case "jvm":
 		name, args = "java", append([]string{"-Xmx256m", "-cp", filepath.Join(e.Build, "jvm"), "LiveServer", "--port", "0"}, s.Args...)
 	case "demo":
@@ -185,7 +197,7 @@ func (e *Env) start(ctx context.Context, s Service) (*running, error) {
 			env = append(env, "DATABASE_URL="+url)
 		}
 	default:
-		return nil, fmt.Errorf("service %s: unknown kind %q (valid: gosvc, node, python, jvm, demo)", s.Name, s.Kind)
+		return nil, fmt.Errorf("service %s: unknown kind %q (valid: gosvc, node, python, pypy, jvm, demo)", s.Name, s.Kind)
 	}
 	r.cmd = exec.Command(name, args...) //nolint:gosec // the harness's own services
 	r.cmd.Env = append(os.Environ(), env...)
@@ -197,7 +209,7 @@ func (e *Env) start(ctx context.Context, s Service) (*running, error) {
 	}
 	go func() { r.err = r.cmd.Wait(); close(r.done) }()
 
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(startTimeout)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
 		if r.addr == "" {
