@@ -81,9 +81,10 @@ var (
 )
 
 // NeighbourShare is the busy cases' neighbour: one thread busy 60% of the
-// time (on either core: no affinity is set). Measured (b17), it did not slow
-// the services beyond the machine's drift: the Linux scheduler shares the
-// two cores and these services are not CPU-bound at 500 requests/s.
+// time (on either core: no affinity is set). Measured (b17), its effect on
+// the services could not be told from the machine's drift: the scheduler
+// shares the two cores and these services are not CPU-bound at 500
+// requests/s.
 const NeighbourShare = 0.6
 
 // How long the cases run: the open model for OpenDuration; the closed model
@@ -146,10 +147,9 @@ func HeldOutCases() []Case {
 
 // LongCases are three of the cases at 5 minutes instead of 90 s (`-cases
 // long`; not in `all`, which they would make about 80 minutes longer at 5
-// runs a case):
-// the longer a run, the more of the machine's waves its steady state must
-// hold through without a relapse, as users' load tests of several minutes
-// do.
+// runs a case): the longer a run, the more of the machine's waves its
+// steady state must hold through without a relapse, as users' load tests of
+// several minutes do.
 func LongCases() []Case {
 	long := Open(LongDuration)
 	return []Case{
