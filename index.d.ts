@@ -101,7 +101,10 @@ export interface Settled {
   ttss_ms: number | null;
   /** The boundary's time, Unix ms (absent when not steady). */
   at_ms?: number;
+  /** The steady median level; tolerance and tail_tolerance: the least half-widths of the envelopes. */
   level_ms: number; tolerance: number; tail_tolerance: number;
+  /** The run's own envelopes of its 1-s block medians and p99s, [low, high] relative to their level (second half of the run); blocks at the start beyond them are warm-up. */
+  envelope?: [number, number]; tail_envelope?: [number, number];
   /** Theil-Sen change of the level over the steady stretch, with its 95% interval. */
   trend: number; trend_low: number; trend_high: number;
   blocks: number; steady_blocks: number; bucket_ms: number;

@@ -100,13 +100,14 @@ func (st *Scenario) recordObservation(sc *endpointScope, endNs int64, ms float64
 }
 
 // settleConfig is the settled view's configuration for a scenario: its
-// detector's level and tail bands with the service method (the same
-// meaning of "the same level" online and settled), the defaults otherwise
-// (the benchmark method's bands are for JMH forks, not request streams).
+// detector's median_tolerance with the service method (the same meaning of
+// "the same level" online and settled), the defaults otherwise (the
+// benchmark method's bands are for JMH forks, not request streams). The
+// tail's band is the settled view's own (see detector.SettleConfig).
 func (st *Scenario) settleConfig() detector.SettleConfig {
 	cfg := detector.DefaultSettleConfig()
 	if d := st.cfg.Detector; d.Method == detector.MethodService {
-		cfg.Tolerance, cfg.TailTolerance = d.MedianTolerance, d.TailTolerance
+		cfg.Tolerance = d.MedianTolerance
 	}
 	return cfg
 }

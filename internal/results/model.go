@@ -137,14 +137,21 @@ type Settled struct {
 	// the clock of windows.csv and the transitions.
 	AtMs float64 `json:"at_ms,omitempty"`
 	// LevelMs is the steady median level; Tolerance and TailTolerance the
-	// relative bands; Trend the Theil-Sen change of the level over the
+	// least half-widths of the run's envelope of block medians and of
+	// block p99s (relative); Trend the Theil-Sen change of the level over the
 	// steady stretch, TrendLow..TrendHigh its 95% interval.
 	LevelMs       float64 `json:"level_ms"`
 	Tolerance     float64 `json:"tolerance"`
 	TailTolerance float64 `json:"tail_tolerance"`
-	Trend         float64 `json:"trend"`
-	TrendLow      float64 `json:"trend_low"`
-	TrendHigh     float64 `json:"trend_high"`
+	// Envelope and TailEnvelope are the run's own envelopes of its block
+	// medians and block p99s, [low, high] relative to their level: how far
+	// the second half of the run strayed (at least the tolerances); blocks
+	// at its start beyond them are warm-up. Absent from older summaries.
+	Envelope     *[2]float64 `json:"envelope,omitempty"`
+	TailEnvelope *[2]float64 `json:"tail_envelope,omitempty"`
+	Trend        float64     `json:"trend"`
+	TrendLow     float64     `json:"trend_low"`
+	TrendHigh    float64     `json:"trend_high"`
 	// Blocks judged (of at least a second each), SteadyBlocks of them steady;
 	// BucketMs the width of the time buckets at the end.
 	Blocks       int     `json:"blocks"`
