@@ -198,10 +198,10 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 	tol := math.Log1p(cfg.Tolerance)
 	out.Tolerance, out.TailTolerance = cfg.Tolerance, cfg.TailTolerance
 	total := float64(out.End - bl[0].start)
-	mFirst, lo, hi := envelopeEnd(ys, tol)
-	tFirst, tlo, thi := envelopeEnd(us, math.Log1p(cfg.TailTolerance))
-	out.Envelope = [2]float64{math.Expm1(lo), math.Expm1(hi)}
-	out.TailEnvelope = [2]float64{math.Expm1(tlo), math.Expm1(thi)}
+	mFirst, mLo, mHi := envelopeEnd(ys, tol)
+	tFirst, tLo, tHi := envelopeEnd(us, math.Log1p(cfg.TailTolerance))
+	out.Envelope = [2]float64{math.Expm1(mLo), math.Expm1(mHi)}
+	out.TailEnvelope = [2]float64{math.Expm1(tLo), math.Expm1(tHi)}
 	first := max(mFirst, tFirst)
 	out.MedianBoundary, out.TailBoundary = bl[mFirst].start, bl[tFirst].start
 	level := medianOf(ys[len(ys)/2:])
