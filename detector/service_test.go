@@ -564,3 +564,96 @@ func TestServiceTailStillFalling(t *testing.T) {
 	// the case is one the rule decides: without it most seeds declare early
 	require.GreaterOrEqual(t, early, 3)
 }
+
+// slowPathStream is a settled service with a slow path: share of its
+// requests (drawn independently) take 10 times as long, at rate requests/s
+// on a median of 1 ms wandering by +-15%, for 90 s.
+func slowPathStream(tb testing.TB, seed uint64, rate int, share float64) svcRun {
+	tb.Helper()
+	var res svcRun
+	d := res.record(tb, ServiceConfig())
+	r := rand.New(rand.NewPCG(seed, 5))
+	w := wander(float64(seed))
+	for i := range rate * 90 {
+		t := float64(i) / float64(rate)
+		v := w(t) * math.Exp(0.3*r.NormFloat64())
+		if r.Float64() < share {
+			v *= 10
+		}
+		d.Observe(int64(t*1e9), v)
+	}
+	res.snap = d.Snapshot()
+	checkInvariants(tb, runResult{snap: res.snap, transitions: res.transitions, windows: res.windows}, int64(rate*90))
+	return res
+}
+
+// TestServiceSlowPathIsSteady: a slow path taken by about as many
+// requests as a window's tail quantile has above it (1% of 500, 2% of
+// 200) makes that quantile flip between the two modes from window to
+// window by sampling alone. It is a settled service: the tails' noise
+// widens their band to take the flips in. (A band capped at the sampling
+// noise of a smooth Pareto tail of index 1.5, about a factor 2.4, was
+// tried on 2026-11-26 to hold HotSpot's compile pauses back: it declared
+// 1% of 500 requests/s at 30-34 s in 2 of 10 seeds, and failed this test.
+// The detector without it declares 8-10 of the 10 seeds of each case
+// within 10 s.)
+func TestServiceSlowPathIsSteady(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		rate  int
+		share float64
+	}{{500, 0.01}, {500, 0.02}, {200, 0.01}, {200, 0.02}} {
+		within10 := 0
+		for seed := uint64(1); seed <= 10; seed++ {
+			name := fmt.Sprintf("%d/s, %.0f%% slow, seed %d", c.rate, 100*c.share, seed)
+			res := slowPathStream(t, seed, c.rate, c.share)
+			require.Equal(t, Steady, res.snap.Regime, name)
+			require.Empty(t, res.snap.Relapses, name)
+			require.Less(t, res.declared(), 20.0, name)
+			if res.declared() <= 10.1 {
+				within10++
+			}
+		}
+		t.Logf("%d/s, %.0f%% slow: declared within 10 s in %d of 10 seeds", c.rate, 100*c.share, within10)
+		require.GreaterOrEqual(t, within10, 7, "%d/s, %.0f%% slow: declared within 10 s", c.rate, 100*c.share)
+	}
+}
+
+// TestServicePeriodicStallsAreSteady: a settled service whose runtime
+// stops the world for 10 or 20 ms every 1.3 to 5 s (a garbage collector's
+// pauses): the requests that arrive during a stall wait for its end. At
+// 500 requests/s the p99 of a window with a 20-ms stall is several times
+// that of a window without, and with a 2-s period the windows alternate.
+// The tails' noise widens their band to take that in. (The band capped at
+// a factor 2.4 that was tried on 2026-11-26, above, failed this test: the
+// 2-s, 20-ms stalls reached no steady state; replayed on the live
+// harness's go-stall service, it exited 99 in 9 of 10 runs.)
+func TestServicePeriodicStallsAreSteady(t *testing.T) {
+	t.Parallel()
+	const rate = 500
+	for _, period := range []float64{1.3, 2, 3, 5} {
+		for _, stall := range []float64{0.010, 0.020} {
+			for seed := uint64(1); seed <= 8; seed++ {
+				name := fmt.Sprintf("a %.0f-ms stall every %.1f s, seed %d", stall*1000, period, seed)
+				var res svcRun
+				d := res.record(t, ServiceConfig())
+				r := rand.New(rand.NewPCG(seed, 5))
+				w := wander(float64(seed))
+				phase := r.Float64() * period
+				for i := range rate * 90 {
+					at := float64(i) / rate
+					v := w(at) * math.Exp(0.3*r.NormFloat64()) // ms
+					if x := math.Mod(at+phase, period); x < stall {
+						v += (stall - x) * 1000 // waits for the stall's end
+					}
+					d.Observe(int64(at*1e9), v)
+				}
+				res.snap = d.Snapshot()
+				checkInvariants(t, runResult{snap: res.snap, transitions: res.transitions, windows: res.windows}, rate*90)
+				require.Equal(t, Steady, res.snap.Regime, name)
+				require.Empty(t, res.snap.Relapses, name)
+				require.LessOrEqual(t, res.declared(), 15.0, name)
+			}
+		}
+	}
+}

@@ -1,11 +1,21 @@
 // Command gosvc is the live harness's Go HTTP service (compiled ahead of
-// time: no JIT), in one of six shapes:
+// time: no JIT), in one of eight shapes:
 //
 //   - flat: a fixed amount of work per request (SHA-256 of 2 KiB, four
 //     times): no warm-up, but a latency of a few tenths of a millisecond,
 //     which the load generator and the machine dominate;
 //   - io: a wait of -io-wait (a downstream call) plus the flat work: the
 //     flat control whose latency is the service's own;
+//   - stall: io, and every -stall-every (2 s, on average: the gaps are
+//     drawn from 1 to 3 s) the world stops for -stall-for (20 ms), as a
+//     garbage collector's stop-the-world pauses do: the requests that
+//     arrive meanwhile wait for its end. A settled
+//     service whose window p99 is several times higher in the windows with
+//     a pause than in those without;
+//   - slowpath: io, but -slow-share (1%) of the requests, drawn at random,
+//     wait -slow-wait (20 ms) instead: a settled service with a slow path
+//     about as common as a 500-request window's p99, so that its p99 flips
+//     between the two paths from window to window by chance alone;
 //   - slowdown: flat until -settle after its first request, then every
 //     request appends -grow entries to a table that every request scans:
 //     the work per request grows for good;
@@ -34,6 +44,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -66,6 +77,46 @@ type service struct {
 	cacheSize int
 	missWait  time.Duration
 	cache     map[uint64]struct{}
+
+	// stall: the world stops for stallFor every stallEvery (requests wait
+	// on world while the stopper holds it)
+	world      sync.RWMutex
+	stallEvery time.Duration
+	stallFor   time.Duration
+	// slowpath: slowShare of the requests wait slowWait instead of ioWait
+	slowShare float64
+	slowWait  time.Duration
+}
+
+// stopTheWorld holds the world for stallFor every stallEvery on average
+// until done closes, as a garbage collector's stop-the-world pauses do: the
+// gaps between pauses are drawn uniformly from half to one and a half
+// times stallEvery, from a seed of the process's start time, so that
+// repeated runs do not share the pauses' times (what repeats at the start
+// of every run is taken for a warm-up by the harness's consensus).
+func (s *service) stopTheWorld(done <-chan struct{}) {
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	for {
+		gap := time.Duration((0.5 + r.Float64()) * float64(s.stallEvery))
+		select {
+		case <-done:
+			return
+		case <-time.After(gap):
+			s.world.Lock()
+			time.Sleep(s.stallFor)
+			s.world.Unlock()
+		}
+	}
+}
+
+// slow draws whether this request takes the slow path.
+func (s *service) slow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seed ^= s.seed << 13
+	s.seed ^= s.seed >> 7
+	s.seed ^= s.seed << 17
+	return float64(s.seed>>11)/(1<<53) < s.slowShare
 }
 
 // lookups draws cacheKeys keys and returns how many were not cached yet
@@ -143,6 +194,16 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "io":
 		time.Sleep(s.ioWait)
+	case "stall":
+		s.world.RLock()
+		s.world.RUnlock()
+		time.Sleep(s.ioWait)
+	case "slowpath":
+		if s.slow() {
+			time.Sleep(s.slowWait)
+		} else {
+			time.Sleep(s.ioWait)
+		}
 	case "drift":
 		// a downstream whose latency grows by drift per second, for good
 		time.Sleep(time.Duration(float64(s.base) * math.Exp(s.drift*el.Seconds())))
@@ -164,8 +225,12 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address (port 0: a free port)")
-	mode := flag.String("mode", "flat", "flat, io, slowdown, drift, step or cache")
-	ioWait := flag.Duration("io-wait", 2*time.Millisecond, "io: the wait per request")
+	mode := flag.String("mode", "flat", "flat, io, stall, slowpath, slowdown, drift, step or cache")
+	ioWait := flag.Duration("io-wait", 2*time.Millisecond, "io, stall, slowpath: the wait per request")
+	stallEvery := flag.Duration("stall-every", 2*time.Second, "stall: how often the world stops, on average (gaps drawn from half to 1.5 times it)")
+	stallFor := flag.Duration("stall-for", 20*time.Millisecond, "stall: how long the world stops")
+	slowShare := flag.Float64("slow-share", 0.01, "slowpath: the share of requests that take the slow path (0-1)")
+	slowWait := flag.Duration("slow-wait", 20*time.Millisecond, "slowpath: the wait of a request on the slow path")
 	settle := flag.Duration("settle", 25*time.Second, "slowdown: flat this long after the first request")
 	grow := flag.Int("grow", 32, "slowdown: table entries added per request after -settle")
 	drift := flag.Float64("drift", 0.02, "drift: relative growth of the wait per second")
@@ -178,19 +243,22 @@ func main() {
 	missWait := flag.Duration("miss-wait", time.Millisecond, "cache: the wait per lookup of a key not cached yet")
 	flag.Parse()
 	switch *mode {
-	case "flat", "io", "slowdown", "drift", "step", "cache":
+	case "flat", "io", "stall", "slowpath", "slowdown", "drift", "step", "cache":
 	default:
-		fmt.Fprintf(os.Stderr, "gosvc: -mode must be flat, io, slowdown, drift, step or cache, got %q\n", *mode)
+		fmt.Fprintf(os.Stderr, "gosvc: -mode must be flat, io, stall, slowpath, slowdown, drift, step or cache, got %q\n", *mode)
 		os.Exit(2)
 	}
 	if *grow < 1 || *drift <= 0 || *base <= 0 || *settle < 0 || *stepAt < 0 || *ioWait <= 0 || *from < 0 || *to < 0 ||
-		*cacheKeys < 1 || *cacheSize < 1 || *missWait <= 0 {
-		fmt.Fprintln(os.Stderr, "gosvc: -grow, -cache-keys and -cache-size must be >= 1, -drift, -drift-base, -io-wait and -miss-wait > 0, "+
+		*cacheKeys < 1 || *cacheSize < 1 || *missWait <= 0 || *stallEvery <= 0 || *stallFor <= 0 || *stallFor >= *stallEvery ||
+		!(*slowShare >= 0 && *slowShare <= 1) || *slowWait <= 0 {
+		fmt.Fprintln(os.Stderr, "gosvc: -grow, -cache-keys and -cache-size must be >= 1, -drift, -drift-base, -io-wait, -miss-wait, "+
+			"-stall-every, -stall-for and -slow-wait > 0, -stall-for < -stall-every, -slow-share in 0..1, "+
 			"-settle, -step-at, -step-from and -step-to >= 0")
 		os.Exit(2)
 	}
 	s := &service{mode: *mode, settle: *settle, grow: *grow, drift: *drift, base: *base, ioWait: *ioWait, stepAt: *stepAt, from: *from, to: *to,
-		seed: 88172645463325252, cacheKeys: *cacheKeys, cacheSize: *cacheSize, missWait: *missWait, cache: map[uint64]struct{}{}}
+		seed: 88172645463325252, cacheKeys: *cacheKeys, cacheSize: *cacheSize, missWait: *missWait, cache: map[uint64]struct{}{},
+		stallEvery: *stallEvery, stallFor: *stallFor, slowShare: *slowShare, slowWait: *slowWait}
 	for i := range s.payload {
 		s.payload[i] = byte(i * 7)
 	}
@@ -203,6 +271,11 @@ func main() {
 	fmt.Printf("listening on %s\n", ln.Addr())
 	done := make(chan os.Signal, 1)
 	signal.Notify(done, syscall.SIGINT, syscall.SIGTERM)
+	stop := make(chan struct{})
+	defer close(stop)
+	if *mode == "stall" {
+		go s.stopTheWorld(stop)
+	}
 	go func() {
 		<-done
 		_ = srv.Close()
