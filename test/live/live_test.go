@@ -77,7 +77,7 @@ func TestBadInput(t *testing.T) {
 			Service: harness.Service{Name: "go-bad", Kind: "gosvc", Args: []string{"-mode", "nonsense"}}}
 		_, _, err := e.RunCase(ctx, bad, 1, t.TempDir())
 		require.ErrorContains(t, err, "service go-bad exited before it answered")
-		require.ErrorContains(t, err, "-mode must be flat, io, slowdown, drift, step or cache")
+		require.ErrorContains(t, err, "-mode must be flat, io, stall, slowpath, slowdown, drift, step or cache")
 	})
 	t.Run("port in use", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
