@@ -12,7 +12,8 @@
 //     arrive meanwhile wait for its end. A settled
 //     service whose window p99 is several times higher in the windows with
 //     a pause than in those without;
-//   - slowpath: io, but -slow-share (1%) of the requests, drawn at random,
+//   - slowpath: io, but -slow-share (1%) of the requests, drawn at random
+//     (from a seed of the process's start time: every run draws its own),
 //     wait -slow-wait (20 ms) instead: a settled service with a slow path
 //     about as common as a 500-request window's p99, so that its p99 flips
 //     between the two paths from window to window by chance alone;
@@ -86,6 +87,7 @@ type service struct {
 	// slowpath: slowShare of the requests wait slowWait instead of ioWait
 	slowShare float64
 	slowWait  time.Duration
+	slowSeed  uint64 // from the process's start time: every run draws its own
 }
 
 // stopTheWorld holds the world for stallFor every stallEvery on average
@@ -113,10 +115,10 @@ func (s *service) stopTheWorld(done <-chan struct{}) {
 func (s *service) slow() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seed ^= s.seed << 13
-	s.seed ^= s.seed >> 7
-	s.seed ^= s.seed << 17
-	return float64(s.seed>>11)/(1<<53) < s.slowShare
+	s.slowSeed ^= s.slowSeed << 13
+	s.slowSeed ^= s.slowSeed >> 7
+	s.slowSeed ^= s.slowSeed << 17
+	return float64(s.slowSeed>>11)/(1<<53) < s.slowShare
 }
 
 // lookups draws cacheKeys keys and returns how many were not cached yet
@@ -258,7 +260,8 @@ func main() {
 	}
 	s := &service{mode: *mode, settle: *settle, grow: *grow, drift: *drift, base: *base, ioWait: *ioWait, stepAt: *stepAt, from: *from, to: *to,
 		seed: 88172645463325252, cacheKeys: *cacheKeys, cacheSize: *cacheSize, missWait: *missWait, cache: map[uint64]struct{}{},
-		stallEvery: *stallEvery, stallFor: *stallFor, slowShare: *slowShare, slowWait: *slowWait}
+		stallEvery: *stallEvery, stallFor: *stallFor, slowShare: *slowShare, slowWait: *slowWait,
+		slowSeed: uint64(time.Now().UnixNano()) | 1}
 	for i := range s.payload {
 		s.payload[i] = byte(i * 7)
 	}
