@@ -133,7 +133,7 @@ func AllCases() []Case {
 // The last two, later again (2026-11-26, after a tail band that held
 // HotSpot's compile pauses back was tried and reverted): settled Go
 // services whose tails jump by chance or by pauses, which a detector must
-// not take for a warm-up: a stop-the-world pause of 20 ms every 2 s, and a
+// not take for a warm-up: a stop-the-world pause of 20 ms every 2 s on average, and a
 // slow path (20 ms instead of 2) taken by 1% of the requests.
 func HeldOutCases() []Case {
 	open := Open(OpenDuration)
