@@ -68,7 +68,9 @@ type Config struct {
 	// medians count as the same level.
 	MedianTolerance float64 `json:"median_tolerance"`
 	// TailTolerance is the relative band for the window tail quantile
-	// (0 disables the tail gate). The service method also takes a tail
+	// (0 disables the tail gate; the service method judges the window's
+	// shortfall instead, the mean of its samples above that quantile).
+	// The service method also takes a tail
 	// (1+TailTolerance)^4 times the segment's before it for a visible
 	// transient (calibrated at the preset's 1: a factor 16).
 	TailTolerance float64 `json:"tail_tolerance"`

@@ -24,7 +24,16 @@ type histogram struct {
 	count    int64
 	sum      float64
 	min, max float64
+	// top holds the largest recorded values (at most topK), ascending, for
+	// MeanAbove
+	top  [topK]float64
+	nTop int
 }
+
+// topK is how many of a window's largest values the histogram keeps
+// exactly: the mean above a quantile with at most that many values above it
+// costs no scan of the counts.
+const topK = 16
 
 // newHistogram returns a window histogram of 1 .. highest (at least 2, at
 // most 1e15) with sigDigits (1..5) significant decimal digits.
@@ -62,7 +71,64 @@ func (h *histogram) Record(x float64) {
 	if x > h.max {
 		h.max = x
 	}
+	if h.nTop < topK {
+		i := h.nTop
+		for i > 0 && h.top[i-1] > x {
+			h.top[i] = h.top[i-1]
+			i--
+		}
+		h.top[i] = x
+		h.nTop++
+	} else if x > h.top[0] {
+		i := 0
+		for i+1 < topK && h.top[i+1] < x {
+			h.top[i] = h.top[i+1]
+			i++
+		}
+		h.top[i] = x
+	}
 }
+
+// MeanAbove returns the mean of the recorded values above quantile q
+// (0..100): the count-round(q% of count) largest, as ValueAtQuantile ranks
+// them; 0 when empty, the maximum when none lies above. Exact on the
+// clamped values when at most topK lie above q; beyond that, the mean of
+// one quantile per value above q, or of meanAbovePoints quantiles at the
+// midpoints of equal slices of (q, 100] when more lie above it.
+func (h *histogram) MeanAbove(q float64) float64 {
+	if h.count == 0 {
+		return 0
+	}
+	k := h.count - int64(q/100*float64(h.count)+0.5)
+	switch {
+	case k <= 0:
+		return h.max
+	case k <= int64(h.nTop):
+		s := 0.0
+		for _, x := range h.top[h.nTop-int(k) : h.nTop] {
+			s += x
+		}
+		return s / float64(k)
+	}
+	s := 0.0
+	if k <= meanAbovePoints {
+		// one quantile per value above q, each at a quarter of a rank
+		// below it (as ValueAtQuantile rounds, and clear of float error)
+		for r := h.count - k + 1; r <= h.count; r++ {
+			s += h.Quantile(100 * (float64(r) - 0.25) / float64(h.count))
+		}
+		return s / float64(k)
+	}
+	for i := range meanAbovePoints {
+		s += h.Quantile(q + (100-q)*(float64(i)+0.5)/meanAbovePoints)
+	}
+	return s / meanAbovePoints
+}
+
+// meanAbovePoints is the most quantiles MeanAbove averages when more than
+// topK values lie above q: each of them (to the histogram's precision) up
+// to that many, then the midpoints of equal slices of (q, 100].
+const meanAbovePoints = 64
 
 // Quantile returns the value at quantile q (0..100), 0 when empty.
 func (h *histogram) Quantile(q float64) float64 {
@@ -87,4 +153,5 @@ func (h *histogram) Reset() {
 	h.h.Reset()
 	h.count, h.sum = 0, 0
 	h.min, h.max = math.Inf(1), math.Inf(-1)
+	h.nTop = 0
 }

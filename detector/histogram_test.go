@@ -134,3 +134,51 @@ func TestMedian5(t *testing.T) {
 		perm(0)
 	}
 }
+
+// TestHistogramMeanAbove: the mean of the values above a quantile, exact
+// (on the recorded values) while at most topK lie above it, within the
+// histogram's precision beyond; across a Reset, and for the edges.
+func TestHistogramMeanAbove(t *testing.T) {
+	t.Parallel()
+	h, err := newHistogram(1e9, 3)
+	require.NoError(t, err)
+	require.Zero(t, h.MeanAbove(99))
+	r := rand.New(rand.NewPCG(7, 11))
+	for round, n := range []int{20, 200, 500, 5000, 40_000} {
+		h.Reset()
+		vs := make([]float64, n)
+		for i := range vs {
+			vs[i] = float64(int64(1000*math.Exp(r.NormFloat64()) + 0.5)) // integers: no rounding in Record
+			if r.Float64() < 0.01 {
+				vs[i] *= 10
+			}
+			h.Record(vs[i])
+		}
+		slices.Sort(vs)
+		for _, q := range []float64{75, 97.5, 99, 99.9} {
+			k := n - int(q/100*float64(n)+0.5)
+			if k <= 0 {
+				require.Equal(t, vs[n-1], h.MeanAbove(q))
+				continue
+			}
+			want := 0.0
+			for _, v := range vs[n-k:] {
+				want += v
+			}
+			want /= float64(k)
+			got := h.MeanAbove(q)
+			switch {
+			case k <= topK:
+				require.InDelta(t, want, got, 1e-9*want, "round %d, n %d, q %v: exact", round, n, q)
+			case k <= meanAbovePoints:
+				// every value above q, to 3 significant digits
+				require.InDelta(t, want, got, 2e-3*want, "round %d, n %d, q %v: k %d", round, n, q, k)
+			default:
+				require.InDelta(t, want, got, 0.10*want, "round %d, n %d, q %v: k %d", round, n, q, k)
+			}
+		}
+	}
+	h.Reset()
+	h.Record(5)
+	require.Equal(t, 5.0, h.MeanAbove(50))
+}

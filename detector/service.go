@@ -17,8 +17,12 @@ import (
 // declares every plateau steady and relapses at the next wave.
 //
 // So it judges windows of at least a second (window_min_duration, and
-// window_min observations), each summarised by its median and its capped
-// tail quantile, on a log scale (levels compare by ratio):
+// window_min observations), each summarised by its median and its tail,
+// on a log scale (levels compare by ratio). The tail is the window's
+// shortfall, the mean of its samples above the capped tail quantile (see
+// histogram.MeanAbove): a quantile that a slow path straddles flips between
+// the two paths from window to window; the mean above it does not.
+//
 //
 //   - Segment. At each window close, walking back from the newest window,
 //     the longest run of windows whose 3-window running medians all lie
@@ -95,7 +99,7 @@ func (d *Detector) logs(from int, tails bool) {
 	for j := from; j < len(d.ring); j++ {
 		s.y = append(s.y, math.Log(d.ring[j].med))
 		if tails {
-			s.u = append(s.u, math.Log(d.ring[j].tail))
+			s.u = append(s.u, math.Log(d.ring[j].shortfall))
 		}
 	}
 }
@@ -300,7 +304,9 @@ func (d *Detector) svcFind(lo int) svcSegment {
 // tail is still the JIT's, and the rule does not fire there). Three bands
 // (a factor 8) took the demo's pool cold start for a warm-up (declared at
 // 13 s instead of 10 s); four leave it a first level. The factor was
-// calibrated at tail_tolerance 1 only.
+// calibrated at tail_tolerance 1 only, and on the window quantile; the
+// tails are shortfalls since 2026-11-26 (see docs/tag-quality.md for the
+// runs replayed on them).
 const transientTailBands = 4
 
 // afterTransient tells whether a visible transient comes before the
@@ -339,7 +345,7 @@ func (d *Detector) tailTransient(g svcSegment, lo int) bool {
 	}
 	tail := math.Inf(-1)
 	for j := max(lo, at-3); j < at; j++ {
-		tail = max(tail, math.Log(d.ring[j].tail))
+		tail = max(tail, math.Log(d.ring[j].shortfall))
 	}
 	return tail-d.medianOf(d.svc.u[g.s:]) > transientTailBands*math.Log1p(d.cfg.TailTolerance)
 }

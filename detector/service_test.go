@@ -590,13 +590,17 @@ func slowPathStream(tb testing.TB, seed uint64, rate int, share float64) svcRun 
 // TestServiceSlowPathIsSteady: a slow path taken by about as many
 // requests as a window's tail quantile has above it (1% of 500, 2% of
 // 200) makes that quantile flip between the two modes from window to
-// window by sampling alone. It is a settled service: the tails' noise
-// widens their band to take the flips in. (A band capped at the sampling
-// noise of a smooth Pareto tail of index 1.5, about a factor 2.4, was
-// tried on 2026-11-26 to hold HotSpot's compile pauses back: it declared
-// 1% of 500 requests/s at 30-34 s in 2 of 10 seeds, and failed this test.
-// The detector without it declares 8-10 of the 10 seeds of each case
-// within 10 s.)
+// window by sampling alone. It is a settled service. The dual gate judges
+// the mean of the samples above the quantile (the shortfall), which moves
+// with the count of slow requests in the window instead of flipping; the
+// tails' noise widens their band for what is left. (On the window
+// quantile itself, as until 2026-11-26, 8, 9, 10 and 8 of these 10 seeds
+// were declared within 10 s, and this test failed; over 40 seeds of 12
+// rates and shares, 451 of 480 within 10 s, worst 30 s, against 468,
+// worst 19 s, on the shortfall. A band capped at the sampling noise of a
+// smooth Pareto tail of index 1.5, about a factor 2.4, tried the same day
+// to hold HotSpot's compile pauses back, declared 1% of 500 requests/s at
+// 30-34 s in 2 of 10 seeds.)
 func TestServiceSlowPathIsSteady(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -615,7 +619,7 @@ func TestServiceSlowPathIsSteady(t *testing.T) {
 			}
 		}
 		t.Logf("%d/s, %.0f%% slow: declared within 10 s in %d of 10 seeds", c.rate, 100*c.share, within10)
-		require.GreaterOrEqual(t, within10, 7, "%d/s, %.0f%% slow: declared within 10 s", c.rate, 100*c.share)
+		require.GreaterOrEqual(t, within10, 9, "%d/s, %.0f%% slow: declared within 10 s", c.rate, 100*c.share)
 	}
 }
 
