@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -114,5 +115,29 @@ func BenchmarkMemory10M(b *testing.B) {
 		h10 := heapAfter(b, 10_000_000)
 		b.ReportMetric(float64(h1)/1024, "KiB-heap-1M")
 		b.ReportMetric(float64(h10)/1024, "KiB-heap-10M")
+	}
+}
+
+// BenchmarkSmoothTail: the service method's window tail, once per window
+// close (about once a second), for windows whose band of ranks lies in the
+// values kept exactly (k 5 and 10: at most 10 values above the quantile)
+// and beyond (a quantile per rank, then smoothTailPoints ranks).
+func BenchmarkSmoothTail(b *testing.B) {
+	for _, tc := range []struct {
+		n int
+		q float64
+	}{{500, 99}, {10_000, 99.9}, {10_000, 99.6}, {50_000, 99}} {
+		h, err := newHistogram(1e9, 2)
+		require.NoError(b, err)
+		for _, v := range values(tc.n) {
+			h.Record(v * 1000)
+		}
+		k := int64(tc.n) - int64(tc.q/100*float64(tc.n)+0.5)
+		b.Run(fmt.Sprintf("n=%d,k=%d", tc.n, k), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = h.SmoothTail(tc.q)
+			}
+		})
 	}
 }

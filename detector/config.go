@@ -67,12 +67,12 @@ type Config struct {
 	// MedianTolerance is the relative band (0.05 = 5%) within which window
 	// medians count as the same level.
 	MedianTolerance float64 `json:"median_tolerance"`
-	// TailTolerance is the relative band for the window tail quantile
-	// (0 disables the tail gate; the service method judges the window's
-	// shortfall instead, the mean of its samples above that quantile).
-	// The service method also takes a tail
-	// (1+TailTolerance)^4 times the segment's before it for a visible
-	// transient (calibrated at the preset's 1: a factor 16).
+	// TailTolerance is the relative band for the window tail (0 disables
+	// the tail gate). The benchmark method judges the window's tail
+	// quantile; the service method the same quantile smoothed over the
+	// order statistics around its rank (histogram.SmoothTail), and takes
+	// a tail (1+TailTolerance)^4 times the segment's before it for a
+	// visible transient (calibrated at the preset's 1: a factor 16).
 	TailTolerance float64 `json:"tail_tolerance"`
 	// MeanTolerance is the relative band for the window mean, which sees
 	// how often outliers (GC, JIT) occur where the median does not (0

@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -135,50 +136,68 @@ func TestMedian5(t *testing.T) {
 	}
 }
 
-// TestHistogramMeanAbove: the mean of the values above a quantile, exact
-// (on the recorded values) while at most topK lie above it, within the
-// histogram's precision beyond; across a Reset, and for the edges.
-func TestHistogramMeanAbove(t *testing.T) {
+// TestHistogramSmoothTail: the geometric mean of the k values ranked
+// floor(k/2)+1 .. floor(k/2)+k from the top, k the count above the
+// quantile; exact (on the recorded values) while those ranks lie within
+// the topK kept, within the histogram's precision beyond (3 significant
+// digits, and the detector's 2), and within 2% where smoothTailPoints
+// ranks stand for the band; across a Reset, and for the edges.
+func TestHistogramSmoothTail(t *testing.T) {
 	t.Parallel()
-	h, err := newHistogram(1e9, 3)
-	require.NoError(t, err)
-	require.Zero(t, h.MeanAbove(99))
-	r := rand.New(rand.NewPCG(7, 11))
-	for round, n := range []int{20, 200, 500, 5000, 40_000} {
-		h.Reset()
-		vs := make([]float64, n)
-		for i := range vs {
-			vs[i] = float64(int64(1000*math.Exp(r.NormFloat64()) + 0.5)) // integers: no rounding in Record
-			if r.Float64() < 0.01 {
-				vs[i] *= 10
+	for _, digits := range []int{3, 2} {
+		prec := map[int]float64{3: 2e-3, 2: 2e-2}[digits]
+		h, err := newHistogram(1e9, digits)
+		require.NoError(t, err)
+		require.Zero(t, h.SmoothTail(99))
+		r := rand.New(rand.NewPCG(7, 11))
+		for round, n := range []int{20, 200, 500, 1500, 5000, 40_000} {
+			h.Reset()
+			vs := make([]float64, n)
+			for i := range vs {
+				vs[i] = float64(int64(1000*math.Exp(r.NormFloat64()) + 0.5)) // integers: no rounding in Record
+				if r.Float64() < 0.01 {
+					vs[i] *= 10
+				}
+				if r.Float64() < 0.001 {
+					vs[i] *= 200
+				}
+				h.Record(vs[i])
 			}
-			h.Record(vs[i])
-		}
-		slices.Sort(vs)
-		for _, q := range []float64{75, 97.5, 99, 99.9} {
-			k := n - int(q/100*float64(n)+0.5)
-			if k <= 0 {
-				require.Equal(t, vs[n-1], h.MeanAbove(q))
-				continue
-			}
-			want := 0.0
-			for _, v := range vs[n-k:] {
-				want += v
-			}
-			want /= float64(k)
-			got := h.MeanAbove(q)
-			switch {
-			case k <= topK:
-				require.InDelta(t, want, got, 1e-9*want, "round %d, n %d, q %v: exact", round, n, q)
-			case k <= meanAbovePoints:
-				// every value above q, to 3 significant digits
-				require.InDelta(t, want, got, 2e-3*want, "round %d, n %d, q %v: k %d", round, n, q, k)
-			default:
-				require.InDelta(t, want, got, 0.10*want, "round %d, n %d, q %v: k %d", round, n, q, k)
+			slices.Sort(vs)
+			for _, q := range []float64{75, 97.5, 99, 99.5, 99.9} {
+				k := n - int(q/100*float64(n)+0.5)
+				got := h.SmoothTail(q)
+				if k <= 0 {
+					require.Equal(t, vs[n-1], got)
+					continue
+				}
+				want := 0.0
+				for _, v := range vs[n-k/2-k : n-k/2] {
+					want += math.Log(v)
+				}
+				want = math.Exp(want / float64(k))
+				name := fmt.Sprintf("%d digits, round %d, n %d, q %v, k %d", digits, round, n, q, k)
+				switch {
+				case k/2+k <= topK:
+					require.InEpsilon(t, want, got, 1e-12, name+": exact")
+				case k <= smoothTailPoints:
+					require.InEpsilon(t, want, got, prec, name)
+				default:
+					require.InEpsilon(t, want, got, 0.02, name)
+				}
 			}
 		}
 	}
-	h.Reset()
+	h, err := newHistogram(1e9, 2)
+	require.NoError(t, err)
 	h.Record(5)
-	require.Equal(t, 5.0, h.MeanAbove(50))
+	require.Equal(t, 5.0, h.SmoothTail(50))
+	// one value 200 times the rest, of k = 5 above the quantile, is left out
+	h.Reset()
+	for i := range 500 {
+		h.Record(float64(100 + i%7))
+	}
+	before := h.SmoothTail(99)
+	h.Record(20_000)
+	require.InEpsilon(t, before, h.SmoothTail(99), 0.02)
 }

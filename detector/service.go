@@ -18,11 +18,12 @@ import (
 //
 // So it judges windows of at least a second (window_min_duration, and
 // window_min observations), each summarised by its median and its tail,
-// on a log scale (levels compare by ratio). The tail is the window's
-// shortfall, the mean of its samples above the capped tail quantile (see
-// histogram.MeanAbove): a quantile that a slow path straddles flips between
-// the two paths from window to window; the mean above it does not.
-//
+// on a log scale (levels compare by ratio). The tail is the capped tail
+// quantile smoothed over the order statistics around it (the geometric mean
+// of as many values as lie above the quantile, centred on its rank; see
+// histogram.SmoothTail): a quantile that a slow path straddles flips between
+// the two paths from window to window, the smoothed tail does not; and it
+// leaves out the largest values, which one slow request would move.
 //
 //   - Segment. At each window close, walking back from the newest window,
 //     the longest run of windows whose 3-window running medians all lie
@@ -99,7 +100,7 @@ func (d *Detector) logs(from int, tails bool) {
 	for j := from; j < len(d.ring); j++ {
 		s.y = append(s.y, math.Log(d.ring[j].med))
 		if tails {
-			s.u = append(s.u, math.Log(d.ring[j].shortfall))
+			s.u = append(s.u, math.Log(d.ring[j].stail))
 		}
 	}
 }
@@ -304,9 +305,14 @@ func (d *Detector) svcFind(lo int) svcSegment {
 // tail is still the JIT's, and the rule does not fire there). Three bands
 // (a factor 8) took the demo's pool cold start for a warm-up (declared at
 // 13 s instead of 10 s); four leave it a first level. The factor was
-// calibrated at tail_tolerance 1 only, and on the window quantile; the
-// tails are shortfalls since 2026-11-26 (see docs/tag-quality.md for the
-// runs replayed on them).
+// calibrated at tail_tolerance 1 only, and on the window quantile. On the
+// smoothed tail (histogram.SmoothTail) the same ratios came out within a
+// factor 1.22 of the quantile's, run by run, where either is above 5
+// (within 1.67 below; b25-b27, 44 runs): `jvm-sha` 36-72,
+// `jvm-mixed` 48-77, `jvm-maps` 17-40, the demo 5.2-8.4 (embedded) but
+// 33-40 (PostgreSQL, 2 runs: on these its first second was slower than
+// in b8-b13, on the quantile as well), V8 2.9-6.2, the Go controls
+// 0.6-2.1, CPython 1.4-2.2.
 const transientTailBands = 4
 
 // afterTransient tells whether a visible transient comes before the
@@ -345,7 +351,7 @@ func (d *Detector) tailTransient(g svcSegment, lo int) bool {
 	}
 	tail := math.Inf(-1)
 	for j := max(lo, at-3); j < at; j++ {
-		tail = max(tail, math.Log(d.ring[j].shortfall))
+		tail = max(tail, math.Log(d.ring[j].stail))
 	}
 	return tail-d.medianOf(d.svc.u[g.s:]) > transientTailBands*math.Log1p(d.cfg.TailTolerance)
 }

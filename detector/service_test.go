@@ -570,20 +570,30 @@ func TestServiceTailStillFalling(t *testing.T) {
 // on a median of 1 ms wandering by +-15%, for 90 s.
 func slowPathStream(tb testing.TB, seed uint64, rate int, share float64) svcRun {
 	tb.Helper()
-	var res svcRun
-	d := res.record(tb, ServiceConfig())
-	r := rand.New(rand.NewPCG(seed, 5))
-	w := wander(float64(seed))
-	for i := range rate * 90 {
-		t := float64(i) / float64(rate)
-		v := w(t) * math.Exp(0.3*r.NormFloat64())
+	return flatService(tb, seed, 5, rate, 90, func(r *rand.Rand, v float64) float64 {
 		if r.Float64() < share {
 			v *= 10
 		}
-		d.Observe(int64(t*1e9), v)
+		return v
+	})
+}
+
+// flatService is a settled service at rate requests/s for secs seconds: a
+// median of 1 ms wandering by +-15%, log-normal noise, each request then
+// passed through odd (a slow path, an outlier), with draws from the
+// stream (seed, stream); checked for the invariants.
+func flatService(tb testing.TB, seed, stream uint64, rate, secs int, odd func(r *rand.Rand, v float64) float64) svcRun {
+	tb.Helper()
+	var res svcRun
+	d := res.record(tb, ServiceConfig())
+	r := rand.New(rand.NewPCG(seed, stream))
+	w := wander(float64(seed))
+	for i := range rate * secs {
+		t := float64(i) / float64(rate)
+		d.Observe(int64(t*1e9), odd(r, w(t)*math.Exp(0.3*r.NormFloat64())))
 	}
 	res.snap = d.Snapshot()
-	checkInvariants(tb, runResult{snap: res.snap, transitions: res.transitions, windows: res.windows}, int64(rate*90))
+	checkInvariants(tb, runResult{snap: res.snap, transitions: res.transitions, windows: res.windows}, int64(rate*secs))
 	return res
 }
 
@@ -591,13 +601,14 @@ func slowPathStream(tb testing.TB, seed uint64, rate int, share float64) svcRun 
 // requests as a window's tail quantile has above it (1% of 500, 2% of
 // 200) makes that quantile flip between the two modes from window to
 // window by sampling alone. It is a settled service. The dual gate judges
-// the mean of the samples above the quantile (the shortfall), which moves
-// with the count of slow requests in the window instead of flipping; the
-// tails' noise widens their band for what is left. (On the window
-// quantile itself, as until 2026-11-26, 8, 9, 10 and 8 of these 10 seeds
-// were declared within 10 s, and this test failed; over 40 seeds of 12
-// rates and shares, 451 of 480 within 10 s, worst 30 s, against 468,
-// worst 19 s, on the shortfall. A band capped at the sampling noise of a
+// the quantile smoothed over the ranks around it (histogram.SmoothTail),
+// which moves with the count of slow requests in the window instead of
+// flipping; the tails' noise widens their band for what is left. Declared
+// within 10 s in 38, 39, 40 and 37 of these 40 seeds; on the window
+// quantile itself, as until 2026-11-26, in 31, 39, 40 and 33, and this
+// test fails. (Over 40 seeds of 12 rates and shares, 451 of 480 within
+// 10 s on the quantile, worst 30 s, 468 on the mean of the samples above
+// it, worst 19 s, 469 on the smoothed tail, worst 15 s. A band capped at the sampling noise of a
 // smooth Pareto tail of index 1.5, about a factor 2.4, tried the same day
 // to hold HotSpot's compile pauses back, declared 1% of 500 requests/s at
 // 30-34 s in 2 of 10 seeds.)
@@ -608,7 +619,7 @@ func TestServiceSlowPathIsSteady(t *testing.T) {
 		share float64
 	}{{500, 0.01}, {500, 0.02}, {200, 0.01}, {200, 0.02}} {
 		within10 := 0
-		for seed := uint64(1); seed <= 10; seed++ {
+		for seed := uint64(1); seed <= 40; seed++ {
 			name := fmt.Sprintf("%d/s, %.0f%% slow, seed %d", c.rate, 100*c.share, seed)
 			res := slowPathStream(t, seed, c.rate, c.share)
 			require.Equal(t, Steady, res.snap.Regime, name)
@@ -618,8 +629,8 @@ func TestServiceSlowPathIsSteady(t *testing.T) {
 				within10++
 			}
 		}
-		t.Logf("%d/s, %.0f%% slow: declared within 10 s in %d of 10 seeds", c.rate, 100*c.share, within10)
-		require.GreaterOrEqual(t, within10, 9, "%d/s, %.0f%% slow: declared within 10 s", c.rate, 100*c.share)
+		t.Logf("%d/s, %.0f%% slow: declared within 10 s in %d of 40 seeds", c.rate, 100*c.share, within10)
+		require.GreaterOrEqual(t, within10, 35, "%d/s, %.0f%% slow: declared within 10 s", c.rate, 100*c.share)
 	}
 }
 
@@ -658,6 +669,51 @@ func TestServicePeriodicStallsAreSteady(t *testing.T) {
 				require.Empty(t, res.snap.Relapses, name)
 				require.LessOrEqual(t, res.declared(), 15.0, name)
 			}
+		}
+	}
+}
+
+// TestServiceRareOutliersAreSteady: a settled service (1 ms, wandering by
+// +-15%) where one request in 1,000, 3,000 or 10,000 takes 200 ms (a TCP
+// retransmission, a page fault, a pause that catches one request): the
+// window's tail must not be moved by one such request. On the mean of the
+// samples above the tail quantile (the shortfall the dual gate judged on
+// 2026-11-26), one of them moved a 500-request window's tail about 16
+// times; over 40 seeds, 2-18 of each case's were declared after 10 s (up
+// to 54 s) and 0-7 classed as warm-ups. The smoothed tail leaves the
+// largest values out. (One in 1,000 at 1,000 a second, one a window, is a
+// slow path, TestServiceSlowPathIsSteady's case: 37 of 40 seeds declared
+// within 10 s, the rest by 18 s.)
+func TestServiceRareOutliersAreSteady(t *testing.T) {
+	t.Parallel()
+	for _, rate := range []int{200, 500, 1000} {
+		for _, every := range []int{1000, 3000, 10000} {
+			if rate >= every {
+				continue
+			}
+			within10, flat := 0, 0
+			for seed := uint64(1); seed <= 20; seed++ {
+				name := fmt.Sprintf("%d/s, 1 in %d at 200 ms, seed %d", rate, every, seed)
+				res := flatService(t, seed, 7, rate, 60, func(r *rand.Rand, v float64) float64 {
+					if r.IntN(every) == 0 {
+						v = 200
+					}
+					return v
+				})
+				require.Equal(t, Steady, res.snap.Regime, name)
+				require.Empty(t, res.snap.Relapses, name)
+				require.Less(t, res.declared(), 20.0, name)
+				if res.declared() <= 10.1 {
+					within10++
+				}
+				if res.snap.Class == Flat {
+					flat++
+				}
+			}
+			c := fmt.Sprintf("%d/s, 1 in %d", rate, every)
+			t.Logf("%s: declared within 10 s in %d of 20 seeds, flat in %d", c, within10, flat)
+			require.GreaterOrEqual(t, within10, 18, c+": declared within 10 s")
+			require.GreaterOrEqual(t, flat, 19, c+": classed flat")
 		}
 	}
 }

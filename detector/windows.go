@@ -14,9 +14,10 @@ type winSum struct {
 	n               int64
 	med, tail, mean float64
 	se              float64 // relative standard error of mean
-	// shortfall (service method only): the mean of the samples above the
-	// tail quantile, the tail the service method's dual gate judges
-	shortfall float64
+	// stail (service method only): the window's tail quantile smoothed
+	// over the order statistics around it (histogram.SmoothTail), the tail
+	// the service method's dual gate judges
+	stail float64
 }
 
 // tailQuantile caps the configured quantile so that at least tail_min_above
@@ -43,15 +44,15 @@ func (d *Detector) closeWindow() {
 	tail := d.hist.Quantile(tq) / d.scale
 	mx := d.hist.Mean()
 	mean := mx / d.scale
-	shortfall := 0.0
+	stail := 0.0
 	if d.cfg.Method == MethodService {
-		// the mean of the window's samples above the tail quantile (the
-		// expected shortfall, or conditional tail expectation): a
-		// quantile whose level a mixture straddles (a 1% slow path and
-		// p99) jumps between the fast and the slow mode from one window
-		// to the next on the count of slow samples in it; the mean above
-		// it moves with that count, smoothly
-		shortfall = d.hist.MeanAbove(tq) / d.scale
+		// the quantile smoothed over the ranks around it: a quantile whose
+		// level a mixture straddles (a 1% slow path and p99) jumps between
+		// the fast and the slow mode from one window to the next on the
+		// count of slow samples in it; the smoothed tail moves with that
+		// count, and leaves out the largest values (one request 200 times
+		// slower than the rest)
+		stail = d.hist.SmoothTail(tq) / d.scale
 	}
 	// relative standard error of the window mean, from the within-window
 	// variance: what the mean of a stationary series would scatter by.
@@ -63,7 +64,7 @@ func (d *Detector) closeWindow() {
 	d.win.sumSq = 0
 	d.hist.Reset()
 	d.win.n = 0
-	w := winSum{first: d.win.first, last: d.win.last, n: n, med: med, tail: tail, mean: mean, se: se, shortfall: shortfall}
+	w := winSum{first: d.win.first, last: d.win.last, n: n, med: med, tail: tail, mean: mean, se: se, stail: stail}
 	drift := 0.0
 	if k := len(d.ring); k > 0 {
 		drift = med/d.ring[k-1].med - 1
@@ -108,12 +109,11 @@ func (d *Detector) push(w winSum) {
 			tot := float64(a.n + b.n)
 			d.ring[k] = winSum{
 				first: a.first, last: b.last, n: a.n + b.n,
-				med:  (a.med*float64(a.n) + b.med*float64(b.n)) / tot,
-				mean: (a.mean*float64(a.n) + b.mean*float64(b.n)) / tot,
-				se:   math.Hypot(a.se*float64(a.n)/tot, b.se*float64(b.n)/tot),
-				tail: max(a.tail, b.tail),
-
-				shortfall: max(a.shortfall, b.shortfall),
+				med:   (a.med*float64(a.n) + b.med*float64(b.n)) / tot,
+				mean:  (a.mean*float64(a.n) + b.mean*float64(b.n)) / tot,
+				se:    math.Hypot(a.se*float64(a.n)/tot, b.se*float64(b.n)/tot),
+				tail:  max(a.tail, b.tail),
+				stail: max(a.stail, b.stail),
 			}
 			d.subs[k].n = 0 // a merged window has no sub-blocks
 			k++
