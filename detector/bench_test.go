@@ -120,8 +120,8 @@ func BenchmarkMemory10M(b *testing.B) {
 
 // BenchmarkSmoothTail: the service method's window tail, once per window
 // close (about once a second), for windows whose band of ranks lies in the
-// values kept exactly (k 5 and 10: at most 10 values above the quantile)
-// and beyond (a quantile per rank, then smoothTailPoints ranks).
+// values kept exactly (k 5 and 10; up to 11 values above the quantile) and
+// beyond (k 40: a quantile per rank; k 500: smoothTailPoints ranks).
 func BenchmarkSmoothTail(b *testing.B) {
 	for _, tc := range []struct {
 		n int

@@ -31,8 +31,9 @@ type histogram struct {
 }
 
 // topK is how many of a window's largest values the histogram keeps
-// exactly: a smoothed tail whose band of ranks lies within them (at most 10
-// values above its quantile) costs no scan of the counts.
+// exactly: a smoothed tail whose band of ranks lies within them (at most 11
+// values above its quantile: ranks up to 5+11) costs no scan of the
+// counts.
 const topK = 16
 
 // newHistogram returns a window histogram of 1 .. highest (at least 2, at
@@ -89,25 +90,38 @@ func (h *histogram) Record(x float64) {
 	}
 }
 
-// SmoothTail returns the window's tail at quantile q (0..100) smoothed
-// over the order statistics around it: with k values above q (count -
-// round(q% of count), as ValueAtQuantile ranks them), the geometric mean of
-// the k values ranked floor(k/2)+1 .. floor(k/2)+k from the top, a band of
-// ranks centred on the quantile's own. 0 when empty, the maximum when no
-// value lies above q.
+// SmoothTail returns the window's tail at quantile q (50..100) smoothed
+// over the order statistics around it. With k values above q (count -
+// round(q% of count)), the quantile is the value ranked k+1 from the top
+// (ValueAtQuantile's rank); SmoothTail is the geometric mean of the k values
+// ranked t+1 .. t+k from the top, t = floor(k/2): a band of ranks centred
+// on rank k, next to the quantile's (ranks 3-7 for k = 5). 0 when empty,
+// the maximum when no value lies above q. (Below q = 50 the band can run
+// past the smallest value, which then stands for the ranks beyond it; the
+// detector's tail quantiles are at least 50.)
 //
 // Why not the quantile itself: a slow path taken by about k requests of a
 // window (1% at 500 a second and p99) puts the quantile on the edge between
 // the two paths, and it flips between them from window to window on the
 // count of slow requests alone; an average over a band of ranks moves with
-// that count. Why not the mean of the k values above q (the expected
-// shortfall, the dual gate's tail on 2026-11-26): one request 200 times
-// slower than the rest (a retransmit, a pause) moves that mean 16-fold; the
-// band leaves out the floor(k/2) largest values, and the log scale bounds
-// what any one of the others can move. Exact on the clamped values for the
-// ranks up to topK; each rank beyond it is the histogram's quantile at that
-// rank, and when k exceeds smoothTailPoints, that many ranks evenly spread
-// over the band stand for it.
+// that count, a step at a time. Why not the mean of the k values above q
+// (the expected shortfall, the dual gate's tail on 2026-11-26): one request
+// 200 times slower than the rest (a retransmit, a pause) moves that mean
+// 16-fold; the band leaves out the t largest values, so that it takes t+1
+// such requests in one window for one of them to count, and then by the
+// k-th root of its ratio to the value it displaces (a 200-ms request
+// displacing a 3-ms one, k = 5: a factor 2.3). Why not a band centred on
+// the quantile's rank (t = ceil((k+1)/2)), which leaves out one value
+// more: a JIT's first second with 2% of its requests 40 times slower
+// (about 10 of 500, k = 5) then needs 8 of them to count in full, and
+// TestServiceTransientInTheTail's seed 1 was no transient.
+//
+// Exact on the clamped values for the ranks up to topK (k up to 11); each
+// rank beyond is the histogram's quantile at that rank (the highest value
+// of its bucket, to the histogram's precision, so that it can come out a
+// little above an exact rank before it), and when k exceeds
+// smoothTailPoints, that many ranks evenly spread over the band stand for
+// it.
 func (h *histogram) SmoothTail(q float64) float64 {
 	if h.count == 0 {
 		return 0

@@ -137,7 +137,7 @@ func TestMedian5(t *testing.T) {
 }
 
 // TestHistogramSmoothTail: the geometric mean of the k values ranked
-// floor(k/2)+1 .. floor(k/2)+k from the top, k the count above the
+// t+1 .. t+k from the top, t = floor(k/2), k the count above the
 // quantile; exact (on the recorded values) while those ranks lie within
 // the topK kept, within the histogram's precision beyond (3 significant
 // digits, and the detector's 2), and within 2% where smoothTailPoints
@@ -171,14 +171,15 @@ func TestHistogramSmoothTail(t *testing.T) {
 					require.Equal(t, vs[n-1], got)
 					continue
 				}
+				tk := k / 2
 				want := 0.0
-				for _, v := range vs[n-k/2-k : n-k/2] {
+				for _, v := range vs[n-tk-k : n-tk] {
 					want += math.Log(v)
 				}
 				want = math.Exp(want / float64(k))
 				name := fmt.Sprintf("%d digits, round %d, n %d, q %v, k %d", digits, round, n, q, k)
 				switch {
-				case k/2+k <= topK:
+				case tk+k <= topK:
 					require.InEpsilon(t, want, got, 1e-12, name+": exact")
 				case k <= smoothTailPoints:
 					require.InEpsilon(t, want, got, prec, name)
@@ -192,12 +193,39 @@ func TestHistogramSmoothTail(t *testing.T) {
 	require.NoError(t, err)
 	h.Record(5)
 	require.Equal(t, 5.0, h.SmoothTail(50))
-	// one value 200 times the rest, of k = 5 above the quantile, is left out
-	h.Reset()
-	for i := range 500 {
-		h.Record(float64(100 + i%7))
+	// a slow path 10 times the rest, taken by c of a 500-value window's
+	// requests (k = 5 above the p99): the tail does not move while the
+	// slow values stay above the band (c <= 2), then rises a step at a
+	// time, each a factor 10^(1/5) (the quantile jumps 10-fold at once
+	// when c reaches 6), and is the slow level from c = 7
+	prev := 0.0
+	for c := 0; c <= 10; c++ {
+		h.Reset()
+		for i := range 500 - c {
+			h.Record(float64(1000 + i%7))
+		}
+		for i := range c {
+			h.Record(float64(10_000 + i%7))
+		}
+		got := h.SmoothTail(99)
+		name := fmt.Sprintf("%d slow values", c)
+		switch {
+		case c <= 2:
+			require.InEpsilon(t, 1005, got, 0.01, name)
+		case c >= 7:
+			require.InEpsilon(t, 10_000, got, 0.01, name)
+		default:
+			require.InEpsilon(t, math.Pow(10, 0.2), got/prev, 0.01, name)
+		}
+		prev = got
 	}
-	before := h.SmoothTail(99)
-	h.Record(20_000)
-	require.InEpsilon(t, before, h.SmoothTail(99), 0.02)
+}
+
+// TestSmoothMerge: merged windows keep the count-weighted geometric mean of
+// their smoothed tails, not the larger one.
+func TestSmoothMerge(t *testing.T) {
+	t.Parallel()
+	require.InEpsilon(t, math.Sqrt(2*8), smoothMerge(winSum{n: 500, stail: 2}, winSum{n: 500, stail: 8}), 1e-12)
+	require.InEpsilon(t, math.Exp(0.75*math.Log(2)+0.25*math.Log(8)), smoothMerge(winSum{n: 300, stail: 2}, winSum{n: 100, stail: 8}), 1e-12)
+	require.Zero(t, smoothMerge(winSum{n: 500}, winSum{n: 500}), "the benchmark method keeps no smoothed tail")
 }

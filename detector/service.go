@@ -311,7 +311,8 @@ func (d *Detector) svcFind(lo int) svcSegment {
 // (within 1.67 below; b25-b27, 44 runs): `jvm-sha` 36-72,
 // `jvm-mixed` 48-77, `jvm-maps` 17-40, the demo 5.2-8.4 (embedded) but
 // 33-40 (PostgreSQL, 2 runs: on these its first second was slower than
-// in b8-b13, on the quantile as well), V8 2.9-6.2, the Go controls
+// in b8-b13, on the quantile as well, so that four bands no longer left
+// its pool cold start a first level there), V8 2.9-6.2, the Go controls
 // 0.6-2.1, CPython 1.4-2.2.
 const transientTailBands = 4
 

@@ -677,20 +677,19 @@ func TestServicePeriodicStallsAreSteady(t *testing.T) {
 // +-15%) where one request in 1,000, 3,000 or 10,000 takes 200 ms (a TCP
 // retransmission, a page fault, a pause that catches one request): the
 // window's tail must not be moved by one such request. On the mean of the
-// samples above the tail quantile (the shortfall the dual gate judged on
+// samples above the tail quantile (the dual gate's tail for a session on
 // 2026-11-26), one of them moved a 500-request window's tail about 16
 // times; over 40 seeds, 2-18 of each case's were declared after 10 s (up
 // to 54 s) and 0-7 classed as warm-ups. The smoothed tail leaves the
-// largest values out. (One in 1,000 at 1,000 a second, one a window, is a
-// slow path, TestServiceSlowPathIsSteady's case: 37 of 40 seeds declared
-// within 10 s, the rest by 18 s.)
+// largest values out: over the same 40 seeds, none declared after 10 s
+// but 3 at 1,000 requests/s and one in 1,000 (up to 18.0 s). That case
+// has one such request a window on average, and 3 in 8% of windows,
+// enough for one to enter the band of ranks: it is held to 17 of 20, the
+// others to 19.
 func TestServiceRareOutliersAreSteady(t *testing.T) {
 	t.Parallel()
 	for _, rate := range []int{200, 500, 1000} {
 		for _, every := range []int{1000, 3000, 10000} {
-			if rate >= every {
-				continue
-			}
 			within10, flat := 0, 0
 			for seed := uint64(1); seed <= 20; seed++ {
 				name := fmt.Sprintf("%d/s, 1 in %d at 200 ms, seed %d", rate, every, seed)
@@ -712,7 +711,11 @@ func TestServiceRareOutliersAreSteady(t *testing.T) {
 			}
 			c := fmt.Sprintf("%d/s, 1 in %d", rate, every)
 			t.Logf("%s: declared within 10 s in %d of 20 seeds, flat in %d", c, within10, flat)
-			require.GreaterOrEqual(t, within10, 18, c+": declared within 10 s")
+			least := 19
+			if rate >= every {
+				least = 17
+			}
+			require.GreaterOrEqual(t, within10, least, c+": declared within 10 s")
 			require.GreaterOrEqual(t, flat, 19, c+": classed flat")
 		}
 	}

@@ -136,6 +136,10 @@ type Window struct {
 	Median, Tail float64
 	// TailQuantile is the quantile (percent) Tail really is: the configured
 	// one, capped so that at least tail_min_above samples lie above it.
+	// Tail is that quantile for both methods; the service method's dual
+	// gate judges it smoothed over the ranks around it (the geometric mean
+	// of as many values as lie above it, the largest half as many left
+	// out), which is not reported.
 	TailQuantile float64
 	// Drift is the relative change of Median versus the previous window.
 	Drift float64

@@ -98,7 +98,8 @@ func (d *Detector) closeWindow() {
 }
 
 // push appends a summary; when the ring is full the older half is merged
-// pairwise (weighted means of medians, max of tails), keeping recent windows
+// pairwise (weighted means of medians, max of tail quantiles, weighted
+// geometric means of smoothed tails), keeping recent windows
 // at full resolution and memory bounded for any run length.
 func (d *Detector) push(w winSum) {
 	if len(d.ring) == cap(d.ring) {
@@ -109,11 +110,13 @@ func (d *Detector) push(w winSum) {
 			tot := float64(a.n + b.n)
 			d.ring[k] = winSum{
 				first: a.first, last: b.last, n: a.n + b.n,
-				med:   (a.med*float64(a.n) + b.med*float64(b.n)) / tot,
-				mean:  (a.mean*float64(a.n) + b.mean*float64(b.n)) / tot,
-				se:    math.Hypot(a.se*float64(a.n)/tot, b.se*float64(b.n)/tot),
-				tail:  max(a.tail, b.tail),
-				stail: max(a.stail, b.stail),
+				med:  (a.med*float64(a.n) + b.med*float64(b.n)) / tot,
+				mean: (a.mean*float64(a.n) + b.mean*float64(b.n)) / tot,
+				se:   math.Hypot(a.se*float64(a.n)/tot, b.se*float64(b.n)/tot),
+				tail: max(a.tail, b.tail),
+				// the smoothed tails' weighted geometric mean: their max
+				// would put back the extremes they leave out
+				stail: smoothMerge(a, b),
 			}
 			d.subs[k].n = 0 // a merged window has no sub-blocks
 			k++
@@ -168,4 +171,15 @@ func (w *winSum) get(s stat) float64 {
 		return w.mean
 	}
 	return w.med
+}
+
+// smoothMerge is the smoothed tail of two merged windows: the geometric
+// mean of theirs, weighted by their counts (0 when either has none: the
+// benchmark method keeps none).
+func smoothMerge(a, b winSum) float64 {
+	if a.stail <= 0 || b.stail <= 0 || a.n+b.n == 0 {
+		return 0
+	}
+	wa := float64(a.n) / float64(a.n+b.n)
+	return math.Exp(wa*math.Log(a.stail) + (1-wa)*math.Log(b.stail))
 }

@@ -122,7 +122,11 @@ func TestSettledThresholds(t *testing.T) {
 	require.NotNil(t, st)
 	require.True(t, st.Steady)
 	require.InDelta(t, 10000, *st.TTSSMs, 1000)
-	require.Less(t, st.Stats.P99Ms, 10.0, "no 40 ms request in the settled steady state")
+	// the warm-up's requests take 40-44 ms: over 1% of them in the settled
+	// steady state puts its p99 there. The settled ones take 5-5.5 ms plus
+	// k6's own time, whose p99 reached 10.1 ms once on 2 cores under -race
+	// (a CI mimic, 2026-11-27): half-way between the two is the bound.
+	require.Less(t, st.Stats.P99Ms, 20.0, "no 40 ms request in the settled steady state")
 }
 
 // TestSettledNeverSettling: latency that grows for good has no settled
