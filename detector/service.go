@@ -20,8 +20,8 @@ import (
 // window_min observations), each summarised by its median and its tail,
 // on a log scale (levels compare by ratio). The tail is the capped tail
 // quantile smoothed over the order statistics around it (the geometric mean
-// of as many values as lie above the quantile, centred on its rank; see
-// histogram.SmoothTail): a quantile that a slow path straddles flips between
+// of as many values as lie above the quantile, from the ranks next to its
+// own, the largest half as many left out; see histogram.SmoothTail): a quantile that a slow path straddles flips between
 // the two paths from window to window, the smoothed tail does not; and it
 // leaves out the largest values, which one slow request would move.
 //
