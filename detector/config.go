@@ -146,12 +146,13 @@ type Config struct {
 	TrendTolerance float64 `json:"trend_tolerance"`
 	// TailTrendTolerance (service method; 0: off, and off with
 	// tail_tolerance 0) bounds how much the window tail may fall between the
-	// two halves of a segment reached after a transient (relative; widened
-	// to twice the tails' robust noise per window, as noise_z widens the
-	// bands): a tail still falling is the end of a warm-up (a cache that
-	// warms as its keys are read settles its median in about 10 s and its
-	// tail in about 30 s). A tail that rises is judged by the relapse rule,
-	// not here.
+	// two halves of a segment reached after a transient, or after slower
+	// windows (relative; widened to twice the tails' robust noise per
+	// window, as noise_z widens the bands): a tail still falling is the end
+	// of a warm-up (a cache that warms as its keys are read settles its
+	// median in about 10 s and its tail in about 30 s); steady state then
+	// starts no earlier than the first window from which it no longer
+	// falls. A tail that rises is judged by the relapse rule, not here.
 	TailTrendTolerance float64 `json:"tail_trend_tolerance"`
 	// RelapseTolerance (service method): steady state is lost when the
 	// median of the last relapse_windows windows, or the second half of the

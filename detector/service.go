@@ -50,10 +50,14 @@ import (
 //     trend_tolerance after a transient (the end of a warm-up that is still
 //     improving), and its tail must not fall by more than
 //     tail_trend_tolerance between them (a cache warming as its keys are
-//     read settled its median at 10 s and its tail at 29 s); for a first
+//     read settled its median at 10 s and its tail at 29 s), nor that of a
+//     first level after slower windows (a warm-up in stages); for a first
 //     level, the medians within the level band when it improves and twice
 //     that when it slows down (a wave of the machine in the first seconds
-//     is no warm-up).
+//     is no warm-up). When the halves disagree, the segment may start
+//     later: at the first window from which the halves of the rest agree,
+//     if enough windows are left (the tail's wider band let the walk-back
+//     reach into the fall).
 //   - Relapse. In steady state, the level is the median of the steady
 //     segment's windows; when the median of the last relapse_windows
 //     windows, or of the second half of the segment against its first half,
@@ -212,14 +216,36 @@ func (d *Detector) svcWarmup() bool {
 		// earlier runs settled at this level, after the prior warm-up
 		need = d.cfg.PriorWindows
 	}
-	if g.n-g.s < need || !d.svcHalvesAgree(g, afterTransient, prior) {
+	if g.n-g.s < need {
 		return false
+	}
+	// The segment starts where the walk-back stopped, and its halves are
+	// judged over all of it. A tail walks back within a wider band than a
+	// median (a factor 2 at the preset): the segment can then start on a
+	// tail that halved since (a cache warming as its keys are read), so
+	// that its halves disagree for as long as that part is in it. The
+	// steady state then starts at the first window from which the halves of
+	// the rest agree, if at least need windows are left.
+	first := g
+	if !d.svcHalvesAgree(g, afterTransient, prior) {
+		found := false
+		for s := g.s + 1; g.n-s >= need; s++ {
+			h := g
+			h.s, h.level = s, d.medianOf(d.svc.y[s:])
+			if d.svcHalvesAgree(h, afterTransient, prior) {
+				g, found = h, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
 	}
 	start := d.ring[g.from+g.s].first
 	if start.Index < d.floor.Index {
 		start = d.floor
 	}
-	d.class = d.svcClass(g)
+	d.class = d.svcClass(first)
 	var mon [3]monitor
 	mon[statMedian] = monitor{on: true, level: math.Exp(g.level)}
 	d.svc.over = 0
@@ -367,10 +393,12 @@ func (d *Detector) tailTransient(g svcSegment, lo int) bool {
 // After a transient the tail must have stopped falling too (the dual
 // gate's trend): a cache that warms as its keys are read settles its
 // median in about 10 s and its tail in about 30 s (the live harness's
-// cache service). Noisy tails widen the limit, as noisy medians do. It
-// only delays the declaration: the steady state still starts where the
-// segment does. (With a prior, the earlier runs' warm-up end stands for
-// this.)
+// cache service). So must that of a first level which slower windows of
+// the search precede (slowerBefore): a warm-up that came down in stages,
+// its last stage close enough to the level that afterTransient does not
+// see it. Noisy tails widen the limit, as noisy medians do. When the
+// halves disagree, svcWarmup tries the segment's later starts. (With a
+// prior, the earlier runs' warm-up end stands for this.)
 func (d *Detector) svcHalvesAgree(g svcSegment, afterTransient, prior bool) bool {
 	y, u := d.svc.y, d.svc.u
 	n, s := g.n, g.s
@@ -386,13 +414,28 @@ func (d *Detector) svcHalvesAgree(g svcSegment, afterTransient, prior bool) bool
 	if math.Abs(change) > limit {
 		return false
 	}
-	if afterTransient && !prior && d.cfg.TailTrendTolerance > 0 && d.cfg.TailTolerance > 0 {
+	if (afterTransient || d.slowerBefore(g)) && !prior && d.cfg.TailTrendTolerance > 0 && d.cfg.TailTolerance > 0 {
 		tlim := max(math.Log1p(d.cfg.TailTrendTolerance), 2*g.tsig)
 		if d.medianOf(u[n-h:])-d.medianOf(u[s:s+h]) < -tlim {
 			return false
 		}
 	}
 	return true
+}
+
+// slowerBefore tells whether a window of the search before segment g
+// (from window g.lo on) has a median more than twice the level band above
+// the segment's level: the segment is no first level of the run, though
+// the windows just before it (afterTransient) may lie close to it, when a
+// warm-up came down in stages.
+func (d *Detector) slowerBefore(g svcSegment) bool {
+	lim := g.level + 2*math.Log1p(d.cfg.MedianTolerance)
+	for j := g.lo; j < g.from+g.s; j++ {
+		if math.Log(d.ring[j].med) > lim {
+			return true
+		}
+	}
+	return false
 }
 
 // svcClass is the class of the steady state g starts (Barrett et al.

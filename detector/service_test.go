@@ -535,34 +535,48 @@ func cacheStream(tb testing.TB, seed uint64, cfg Config) svcRun {
 	return res
 }
 
-// TestServiceTailStillFalling: after a transient, a segment whose tail
-// still falls is not declared steady yet (tail_trend_tolerance), though its
-// median has settled; without the rule the cache service is declared while
-// more than 2.5% of its requests still miss. (The rule delays the
-// declaration, and so the tags; the steady start it reports is where the
-// segment starts.)
+// TestServiceTailStillFalling: a segment whose tail still falls is not
+// declared steady yet (tail_trend_tolerance), though its median has
+// settled: after a transient, and after slower windows that the windows
+// just before the segment hide (the cache's median comes down in stages).
+// When the halves disagree, the segment's later starts are tried (its
+// tail band, a factor 2, lets it start on a tail that has halved since).
+// Of 4 e^(-0.2 t) of the requests missing, 4% remain at 23 s and 1% at
+// 30 s: on these 40 seeds the detector declares between the two in 39
+// (23.0-29.1 s; one at 40.1 s). The detector of main before 2026-11-27,
+// which judged a segment's halves from its first window only and the
+// tail's trend after a visible transient only, declared 8 of them before
+// 23 s (at 20.0-22.0 s) and 14 after 30 s (up to 35.1 s), and fails this;
+// with the rule after slower windows but no later start, 15 after 40 s
+// (up to 56 s, one never).
 func TestServiceTailStillFalling(t *testing.T) {
 	t.Parallel()
-	// 4 e^(-0.2 t) of the requests miss: 2.5% at 25.4 s
-	const missesBelow2_5pct = 25.4
+	const fourPct, onePct = 23.0, 30.0
 	off := ServiceConfig()
 	off.TailTrendTolerance = 0
-	early := 0
-	for seed := uint64(1); seed <= 4; seed++ {
+	within, early := 0, 0
+	for seed := uint64(1); seed <= 40; seed++ {
 		name := fmt.Sprintf("seed %d", seed)
 		with := cacheStream(t, seed, ServiceConfig())
-		without := cacheStream(t, seed, off)
-		t.Logf("%s: declared %.1f s with the rule, %.1f s without", name, with.declared(), without.declared())
 		require.Equal(t, Steady, with.snap.Regime, name)
 		require.Empty(t, with.snap.Relapses, name)
-		require.GreaterOrEqual(t, with.declared(), missesBelow2_5pct, name)
-		require.LessOrEqual(t, with.declared(), 40.0, name)
-		if d := without.declared(); d >= 0 && d < missesBelow2_5pct {
-			early++
+		d := with.declared()
+		require.GreaterOrEqual(t, d, fourPct, name)
+		if d <= onePct {
+			within++
+		} else {
+			t.Logf("%s: declared at %.1f s", name, d)
+		}
+		if seed <= 8 {
+			// the case is one the rule decides: without it most seeds declare early
+			without := cacheStream(t, seed, off)
+			if w := without.declared(); w >= 0 && w < fourPct {
+				early++
+			}
 		}
 	}
-	// the case is one the rule decides: without it most seeds declare early
-	require.GreaterOrEqual(t, early, 3)
+	require.GreaterOrEqual(t, within, 38)
+	require.GreaterOrEqual(t, early, 4, "of 8 seeds without the rule")
 }
 
 // slowPathStream is a settled service with a slow path: share of its
