@@ -185,3 +185,28 @@ func (h *histogram) Reset() {
 	h.min, h.max = math.Inf(1), math.Inf(-1)
 	h.nTop = 0
 }
+
+// ShareAbove returns the share (0..1) of the recorded values above x, to
+// the histogram's precision (a binary search over its quantiles), 0 when
+// empty.
+func (h *histogram) ShareAbove(x float64) float64 {
+	if h.count == 0 || x >= h.max {
+		return 0
+	}
+	if x < h.min {
+		return 1
+	}
+	lo, hi := 0.0, 100.0 // Quantile(lo) <= x < Quantile(hi)
+	for range 30 {
+		m := (lo + hi) / 2
+		if h.Quantile(m) <= x {
+			lo = m
+		} else {
+			hi = m
+		}
+		if (hi-lo)*float64(h.count) < 50 { // a half of a rank
+			break
+		}
+	}
+	return 1 - hi/100
+}

@@ -229,3 +229,55 @@ func TestSmoothMerge(t *testing.T) {
 	require.InEpsilon(t, math.Exp(0.75*math.Log(2)+0.25*math.Log(8)), smoothMerge(winSum{n: 300, stail: 2}, winSum{n: 100, stail: 8}), 1e-12)
 	require.Zero(t, smoothMerge(winSum{n: 500}, winSum{n: 500}), "the benchmark method keeps no smoothed tail")
 }
+
+// TestHistogramShareAbove: the share of values above x, against a brute
+// force, within a rank and the histogram's precision of x.
+func TestHistogramShareAbove(t *testing.T) {
+	t.Parallel()
+	h, err := newHistogram(1e9, 2)
+	require.NoError(t, err)
+	require.Zero(t, h.ShareAbove(5), "empty")
+	r := rand.New(rand.NewPCG(3, 5))
+	for _, n := range []int{20, 500, 5000, 40_000} {
+		h.Reset()
+		vs := make([]float64, n)
+		for i := range vs {
+			vs[i] = float64(int64(1000*math.Exp(0.3*r.NormFloat64()) + 0.5))
+			if r.Float64() < 0.05 {
+				vs[i] += 3000 // a slow path: 5% of the values
+			}
+			h.Record(vs[i])
+		}
+		slices.Sort(vs)
+		require.Equal(t, 1.0, h.ShareAbove(vs[0]/2), "below the minimum")
+		require.Zero(t, h.ShareAbove(vs[n-1]), "at the maximum")
+		for _, x := range []float64{vs[n/2], 2 * vs[n/2], vs[n*9/10], vs[n-n/100-1]} {
+			got := h.ShareAbove(x)
+			// between the shares above x*(1+-precision), give or take a rank
+			above := func(v float64) float64 {
+				i, _ := slices.BinarySearch(vs, math.Nextafter(v, math.Inf(1)))
+				return float64(n-i) / float64(n)
+			}
+			hi, lo := above(x*0.98), above(x*1.02)
+			require.GreaterOrEqual(t, got, lo-1/float64(n), "n %d, x %v", n, x)
+			require.LessOrEqual(t, got, hi+1/float64(n), "n %d, x %v", n, x)
+		}
+		if n >= 500 {
+			require.InDelta(t, 0.05, h.ShareAbove(2*vs[n/2]), 0.02, "the slow path's share, n %d", n)
+		}
+	}
+}
+
+func BenchmarkHistogramShareAbove(b *testing.B) {
+	h, err := newHistogram(1e9, 2)
+	require.NoError(b, err)
+	r := rand.New(rand.NewPCG(3, 5))
+	for range 500 {
+		h.Record(1000 * math.Exp(0.3*r.NormFloat64()))
+	}
+	x := 2 * h.Quantile(50)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = h.ShareAbove(x)
+	}
+}

@@ -50,8 +50,10 @@ import (
 //     trend_tolerance after a transient (the end of a warm-up that is still
 //     improving), and its tail must not fall by more than
 //     tail_trend_tolerance between them (a cache warming as its keys are
-//     read settled its median at 10 s and its tail at 29 s), nor that of a
-//     first level after slower windows (a warm-up in stages); for a first
+//     read settled its median at 10 s and its tail at 29 s), nor its share
+//     of slow samples halve (slowShareFall: the misses' share falls long
+//     before the tail quantile sees it), nor those of a first level after
+//     slower windows (a warm-up in stages); for a first
 //     level, the medians within the level band when it improves and twice
 //     that when it slows down (a wave of the machine in the first seconds
 //     is no warm-up). When the halves disagree, the segment may start
@@ -85,13 +87,13 @@ type svcState struct {
 	// (a resumed steady state keeps it).
 	prevDeclared Point
 	// scratch, sized once
-	y, u, sm, sorted, tmp []float64
+	y, u, v, sm, sorted, tmp []float64
 }
 
 func newSvcState(cfg Config) svcState {
 	n := max(cfg.MaxWindows, cfg.SearchWindows) + 2
 	return svcState{
-		y: make([]float64, 0, n), u: make([]float64, 0, n), sm: make([]float64, 0, n),
+		y: make([]float64, 0, n), u: make([]float64, 0, n), v: make([]float64, 0, n), sm: make([]float64, 0, n),
 		sorted: make([]float64, 0, n), tmp: make([]float64, 0, n),
 	}
 }
@@ -396,7 +398,8 @@ func (d *Detector) tailTransient(g svcSegment, lo int) bool {
 // cache service). So must that of a first level which slower windows of
 // the search precede (slowerBefore): a warm-up that came down in stages,
 // its last stage close enough to the level that afterTransient does not
-// see it. Noisy tails widen the limit, as noisy medians do. When the
+// see it. Noisy tails widen the limit, as noisy medians do; the share of
+// slow samples must not halve either (slowShareFalls). When the
 // halves disagree, svcWarmup tries the segment's later starts. (With a
 // prior, the earlier runs' warm-up end stands for this.)
 func (d *Detector) svcHalvesAgree(g svcSegment, afterTransient, prior bool) bool {
@@ -419,8 +422,51 @@ func (d *Detector) svcHalvesAgree(g svcSegment, afterTransient, prior bool) bool
 		if d.medianOf(u[n-h:])-d.medianOf(u[s:s+h]) < -tlim {
 			return false
 		}
+		if d.slowShareFalls(g) {
+			return false
+		}
 	}
 	return true
+}
+
+// slowShareFall is the factor by which the share of a segment's slow
+// samples (above twice their window's median) may fall between its halves
+// (in logs, widened to twice the shares' window-to-window noise): a cache
+// warming as its keys are read halves its share of misses every 3.5 s,
+// while its tail quantile stays on the misses until their share falls
+// below the tail's, and then drops (the live harness's cache: the p99 at
+// about 1.8 ms from 20 s to 28 s, 0.8 ms from 32 s).
+const slowShareFall = 2
+
+// slowShareFalls tells whether segment g's share of slow samples still
+// falls between its halves by more than slowShareFall (or twice the
+// shares' noise), while its first half's lies above the share of the
+// tail quantile (below it, the tail the dual gate judges no longer sees
+// them). Shares are on a log scale, at least one sample in the window.
+func (d *Detector) slowShareFalls(g svcSegment) bool {
+	s := &d.svc
+	n, from := g.n, g.s
+	h := (n - from) / 2
+	lg := func(j int) float64 {
+		w := d.ring[g.from+j]
+		return math.Log(max(w.slow, 1/float64(w.n)))
+	}
+	half := func(a, b int) float64 {
+		s.v = s.v[:0]
+		for j := a; j < b; j++ {
+			s.v = append(s.v, lg(j))
+		}
+		return d.medianOf(s.v)
+	}
+	first, second := half(from, from+h), half(n-h, n)
+	if first <= math.Log(1-d.tailQuantile(d.ring[g.from+from].n)/100) {
+		return false
+	}
+	s.v = s.v[:0]
+	for j := max(0, n-2*d.cfg.StableWindows); j < n; j++ {
+		s.v = append(s.v, lg(j))
+	}
+	return first-second > max(math.Log(slowShareFall), 2*d.diffNoise(s.v))
 }
 
 // slowerBefore tells whether a window of the search before segment g
