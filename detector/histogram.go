@@ -186,9 +186,11 @@ func (h *histogram) Reset() {
 	h.nTop = 0
 }
 
-// ShareAbove returns the share (0..1) of the recorded values above x, to
-// the histogram's precision (a binary search over its quantiles), 0 when
-// empty.
+// ShareAbove returns the share (0..1) of the recorded values above x,
+// exact up to the histogram's buckets (a value in x's bucket, as Record
+// rounds it, counts as x),
+// 0 when empty: a binary search over ascending ranks for the first whose
+// value lies above x (log2 count quantile lookups, no allocation).
 func (h *histogram) ShareAbove(x float64) float64 {
 	if h.count == 0 || x >= h.max {
 		return 0
@@ -196,17 +198,24 @@ func (h *histogram) ShareAbove(x float64) float64 {
 	if x < h.min {
 		return 1
 	}
-	lo, hi := 0.0, 100.0 // Quantile(lo) <= x < Quantile(hi)
-	for range 30 {
-		m := (lo + hi) / 2
-		if h.Quantile(m) <= x {
-			lo = m
-		} else {
+	// whether the value of ascending rank r (1..count; a quarter of a rank
+	// below it, as fromTop asks) lies in a bucket above x's, as recorded
+	xi := int64(x + 0.5)
+	above := func(r int64) bool {
+		v := h.Quantile(100 * (float64(r) - 0.25) / float64(h.count))
+		return v > x && !h.h.ValuesAreEquivalent(int64(v+0.5), xi)
+	}
+	if !above(h.count) {
+		return 0 // the maximum lies in x's bucket
+	}
+	lo, hi := int64(1), h.count // above(hi)
+	for lo < hi {
+		m := lo + (hi-lo)/2
+		if above(m) {
 			hi = m
-		}
-		if (hi-lo)*float64(h.count) < 50 { // a half of a rank
-			break
+		} else {
+			lo = m + 1
 		}
 	}
-	return 1 - hi/100
+	return float64(h.count-lo+1) / float64(h.count)
 }

@@ -230,13 +230,26 @@ func TestSmoothMerge(t *testing.T) {
 	require.Zero(t, smoothMerge(winSum{n: 500}, winSum{n: 500}), "the benchmark method keeps no smoothed tail")
 }
 
-// TestHistogramShareAbove: the share of values above x, against a brute
-// force, within a rank and the histogram's precision of x.
+// TestHistogramShareAbove: the share of values above x, exact on integers
+// the histogram holds exactly, and against a brute force on a log-normal
+// body with a slow path, within x's bucket (2 significant digits).
 func TestHistogramShareAbove(t *testing.T) {
 	t.Parallel()
 	h, err := newHistogram(1e9, 2)
 	require.NoError(t, err)
 	require.Zero(t, h.ShareAbove(5), "empty")
+	for v := 1; v <= 100; v++ { // 2 significant digits hold 1..255 exactly
+		h.Record(float64(v))
+	}
+	for x, want := range map[float64]float64{50: 0.5, 0.5: 1, 1: 0.99, 99: 0.01, 98: 0.02, 97: 0.03, 96.4: 0.04, 96.6: 0.03, 100: 0, 1000: 0} {
+		require.InDelta(t, want, h.ShareAbove(x), 1e-12, "x %v", x)
+	}
+	h.Reset()
+	for range 7 {
+		h.Record(10)
+	}
+	require.Equal(t, 1.0, h.ShareAbove(9))
+	require.Zero(t, h.ShareAbove(10), "all values equal to x")
 	r := rand.New(rand.NewPCG(3, 5))
 	for _, n := range []int{20, 500, 5000, 40_000} {
 		h.Reset()
@@ -249,21 +262,15 @@ func TestHistogramShareAbove(t *testing.T) {
 			h.Record(vs[i])
 		}
 		slices.Sort(vs)
-		require.Equal(t, 1.0, h.ShareAbove(vs[0]/2), "below the minimum")
-		require.Zero(t, h.ShareAbove(vs[n-1]), "at the maximum")
-		for _, x := range []float64{vs[n/2], 2 * vs[n/2], vs[n*9/10], vs[n-n/100-1]} {
-			got := h.ShareAbove(x)
-			// between the shares above x*(1+-precision), give or take a rank
-			above := func(v float64) float64 {
-				i, _ := slices.BinarySearch(vs, math.Nextafter(v, math.Inf(1)))
-				return float64(n-i) / float64(n)
-			}
-			hi, lo := above(x*0.98), above(x*1.02)
-			require.GreaterOrEqual(t, got, lo-1/float64(n), "n %d, x %v", n, x)
-			require.LessOrEqual(t, got, hi+1/float64(n), "n %d, x %v", n, x)
+		above := func(v float64) float64 {
+			i, _ := slices.BinarySearch(vs, math.Nextafter(v, math.Inf(1)))
+			return float64(n-i) / float64(n)
 		}
-		if n >= 500 {
-			require.InDelta(t, 0.05, h.ShareAbove(2*vs[n/2]), 0.02, "the slow path's share, n %d", n)
+		for _, x := range []float64{vs[n/2], 2 * vs[n/2], vs[n*9/10], vs[n-n/100-1], vs[n-3]} {
+			got := h.ShareAbove(x)
+			// values in x's bucket (width at most 1/128 of x) count as x
+			require.GreaterOrEqual(t, got, above(x*(1+1.0/128)), "n %d, x %v", n, x)
+			require.LessOrEqual(t, got, above(x), "n %d, x %v", n, x)
 		}
 	}
 }

@@ -56,10 +56,10 @@ import (
 //     slower windows (a warm-up in stages); for a first
 //     level, the medians within the level band when it improves and twice
 //     that when it slows down (a wave of the machine in the first seconds
-//     is no warm-up). When the halves disagree, the segment may start
-//     later: at the first window from which the halves of the rest agree,
-//     if enough windows are left (the tail's wider band let the walk-back
-//     reach into the fall).
+//     is no warm-up). When only the tail's trend fails, the segment may
+//     start later: at the first window from which the rest passes every
+//     test, if enough windows are left (the tail's wider band let the
+//     walk-back reach into the fall); a median still moving is waited for.
 //   - Relapse. In steady state, the level is the median of the steady
 //     segment's windows; when the median of the last relapse_windows
 //     windows, or of the second half of the segment against its first half,
@@ -72,7 +72,9 @@ import (
 //     its iterations not steady, the steady state not restarted).
 //
 // Per window close the work is O(search_windows^2) at worst (the walk-back
-// keeps a sorted copy of the segment), once a second; Observe is unchanged.
+// keeps a sorted copy of the segment), and O(search_windows^2 log
+// search_windows) when the tail's trend makes it try later starts (medians
+// of the halves at each), once a second; Observe is unchanged.
 
 // svcState is the service method's state.
 type svcState struct {
@@ -87,13 +89,15 @@ type svcState struct {
 	// (a resumed steady state keeps it).
 	prevDeclared Point
 	// scratch, sized once
-	y, u, v, sm, sorted, tmp []float64
+	y, u, w, sm, sorted, tmp []float64
+	// wsig: the window-to-window noise of the log shares in w
+	wsig float64
 }
 
 func newSvcState(cfg Config) svcState {
 	n := max(cfg.MaxWindows, cfg.SearchWindows) + 2
 	return svcState{
-		y: make([]float64, 0, n), u: make([]float64, 0, n), v: make([]float64, 0, n), sm: make([]float64, 0, n),
+		y: make([]float64, 0, n), u: make([]float64, 0, n), w: make([]float64, 0, n), sm: make([]float64, 0, n),
 		sorted: make([]float64, 0, n), tmp: make([]float64, 0, n),
 	}
 }
@@ -225,16 +229,24 @@ func (d *Detector) svcWarmup() bool {
 	// judged over all of it. A tail walks back within a wider band than a
 	// median (a factor 2 at the preset): the segment can then start on a
 	// tail that halved since (a cache warming as its keys are read), so
-	// that its halves disagree for as long as that part is in it. The
-	// steady state then starts at the first window from which the halves of
-	// the rest agree, if at least need windows are left.
-	first := g
-	if !d.svcHalvesAgree(g, afterTransient, prior) {
+	// that its halves disagree for as long as that part is in it. When
+	// only the tail's trend fails, the steady state starts at the first
+	// window from which the rest passes every test, if at least need
+	// windows are left. A median still moving is waited for.
+	judgeTail := (afterTransient || d.slowerBefore(g)) && !prior
+	if judgeTail {
+		d.logShares(g)
+	}
+	if !d.medianHalvesAgree(g, afterTransient) {
+		return false
+	}
+	class := Flat
+	if !d.tailHalvesAgree(g, judgeTail) {
 		found := false
 		for s := g.s + 1; g.n-s >= need; s++ {
 			h := g
 			h.s, h.level = s, d.medianOf(d.svc.y[s:])
-			if d.svcHalvesAgree(h, afterTransient, prior) {
+			if d.medianHalvesAgree(h, afterTransient) && d.tailHalvesAgree(h, judgeTail) {
 				g, found = h, true
 				break
 			}
@@ -242,12 +254,17 @@ func (d *Detector) svcWarmup() bool {
 		if !found {
 			return false
 		}
+		// the windows left out were a warm-up's end: their tail fell
+		class = ClassWarmup
 	}
 	start := d.ring[g.from+g.s].first
 	if start.Index < d.floor.Index {
 		start = d.floor
 	}
-	d.class = d.svcClass(first)
+	d.class = d.svcClass(g)
+	if d.class == Flat {
+		d.class = class
+	}
 	var mon [3]monitor
 	mon[statMedian] = monitor{on: true, level: math.Exp(g.level)}
 	d.svc.over = 0
@@ -385,25 +402,14 @@ func (d *Detector) tailTransient(g svcSegment, lo int) bool {
 	return tail-d.medianOf(d.svc.u[g.s:]) > transientTailBands*math.Log1p(d.cfg.TailTolerance)
 }
 
-// svcHalvesAgree compares the halves of the segment. After a transient the
-// warm-up may still be ending: its halves must agree within
+// medianHalvesAgree compares the medians of the segment's halves. After a
+// transient the warm-up may still be ending: its halves must agree within
 // trend_tolerance. A first level only has to stay within the level band
-// between its halves when it improves (an unfinished warm-up), within twice
-// the band when it slows down (a wave of the machine in the first seconds
-// is no warm-up; a slowdown that goes on is a relapse later).
-//
-// After a transient the tail must have stopped falling too (the dual
-// gate's trend): a cache that warms as its keys are read settles its
-// median in about 10 s and its tail in about 30 s (the live harness's
-// cache service). So must that of a first level which slower windows of
-// the search precede (slowerBefore): a warm-up that came down in stages,
-// its last stage close enough to the level that afterTransient does not
-// see it. Noisy tails widen the limit, as noisy medians do; the share of
-// slow samples must not halve either (slowShareFalls). When the
-// halves disagree, svcWarmup tries the segment's later starts. (With a
-// prior, the earlier runs' warm-up end stands for this.)
-func (d *Detector) svcHalvesAgree(g svcSegment, afterTransient, prior bool) bool {
-	y, u := d.svc.y, d.svc.u
+// between its halves when it improves (an unfinished warm-up), within
+// twice the band when it slows down (a wave of the machine in the first
+// seconds is no warm-up; a slowdown that goes on is a relapse later).
+func (d *Detector) medianHalvesAgree(g svcSegment, afterTransient bool) bool {
+	y := d.svc.y
 	n, s := g.n, g.s
 	h := (n - s) / 2
 	change := d.medianOf(y[n-h:]) - d.medianOf(y[s:s+h])
@@ -414,19 +420,32 @@ func (d *Detector) svcHalvesAgree(g svcSegment, afterTransient, prior bool) bool
 	case change > 0:
 		limit = 2 * g.band
 	}
-	if math.Abs(change) > limit {
+	return math.Abs(change) <= limit
+}
+
+// tailHalvesAgree is the dual gate's trend, asked (judge) after a
+// transient, and of a first level which slower windows of the search
+// precede (slowerBefore: a warm-up that came down in stages, its last
+// stage close enough to the level that afterTransient does not see it),
+// without a prior (the earlier runs' warm-up end stands for it): the tail
+// must have stopped falling, as the median has. A cache that warms as its
+// keys are read settles its median in about 10 s and its tail in about
+// 30 s (the live harness's cache service). Noisy tails widen the limit,
+// as noisy medians do; the share of slow samples must not halve either
+// (slowShareFalls). When it fails, svcWarmup tries the segment's later
+// starts.
+func (d *Detector) tailHalvesAgree(g svcSegment, judge bool) bool {
+	if !judge || d.cfg.TailTrendTolerance <= 0 || d.cfg.TailTolerance <= 0 {
+		return true
+	}
+	u := d.svc.u
+	n, s := g.n, g.s
+	h := (n - s) / 2
+	tlim := max(math.Log1p(d.cfg.TailTrendTolerance), 2*g.tsig)
+	if d.medianOf(u[n-h:])-d.medianOf(u[s:s+h]) < -tlim {
 		return false
 	}
-	if (afterTransient || d.slowerBefore(g)) && !prior && d.cfg.TailTrendTolerance > 0 && d.cfg.TailTolerance > 0 {
-		tlim := max(math.Log1p(d.cfg.TailTrendTolerance), 2*g.tsig)
-		if d.medianOf(u[n-h:])-d.medianOf(u[s:s+h]) < -tlim {
-			return false
-		}
-		if d.slowShareFalls(g) {
-			return false
-		}
-	}
-	return true
+	return !d.slowShareFalls(g)
 }
 
 // slowShareFall is the factor by which the share of a segment's slow
@@ -435,49 +454,53 @@ func (d *Detector) svcHalvesAgree(g svcSegment, afterTransient, prior bool) bool
 // warming as its keys are read halves its share of misses every 3.5 s,
 // while its tail quantile stays on the misses until their share falls
 // below the tail's, and then drops (the live harness's cache: the p99 at
-// about 1.8 ms from 20 s to 28 s, 0.8 ms from 32 s).
+// about 1.8 ms from 20 s to 28 s, 0.8 ms from 32 s). A settled service
+// has such samples too (about 1% of a log-normal body of sigma 0.3, more
+// with a slow path or pauses): the factor and the noise term, not the
+// floor, keep them from holding it back.
 const slowShareFall = 2
 
 // slowShareFalls tells whether segment g's share of slow samples still
 // falls between its halves by more than slowShareFall (or twice the
 // shares' noise), while its first half's lies above the share of the
 // tail quantile (below it, the tail the dual gate judges no longer sees
-// them). Shares are on a log scale, at least one sample in the window.
+// them). It reads d.svc.w and d.svc.wsig as logShares left them.
 func (d *Detector) slowShareFalls(g svcSegment) bool {
-	s := &d.svc
-	n, from := g.n, g.s
-	h := (n - from) / 2
-	lg := func(j int) float64 {
-		w := d.ring[g.from+j]
-		return math.Log(max(w.slow, 1/float64(w.n)))
-	}
-	half := func(a, b int) float64 {
-		s.v = s.v[:0]
-		for j := a; j < b; j++ {
-			s.v = append(s.v, lg(j))
-		}
-		return d.medianOf(s.v)
-	}
-	first, second := half(from, from+h), half(n-h, n)
-	if first <= math.Log(1-d.tailQuantile(d.ring[g.from+from].n)/100) {
+	w := d.svc.w
+	n, s := g.n, g.s
+	h := (n - s) / 2
+	first, second := d.medianOf(w[s:s+h]), d.medianOf(w[n-h:])
+	if first <= math.Log(1-d.tailQuantile(d.ring[g.from+s].n)/100) {
 		return false
 	}
-	s.v = s.v[:0]
-	for j := max(0, n-2*d.cfg.StableWindows); j < n; j++ {
-		s.v = append(s.v, lg(j))
-	}
-	return first-second > max(math.Log(slowShareFall), 2*d.diffNoise(s.v))
+	return first-second > max(math.Log(slowShareFall), 2*d.svc.wsig)
 }
 
-// slowerBefore tells whether a window of the search before segment g
-// (from window g.lo on) has a median more than twice the level band above
-// the segment's level: the segment is no first level of the run, though
-// the windows just before it (afterTransient) may lie close to it, when a
+// logShares fills d.svc.w with the log shares of slow samples of the
+// windows of g's search (at least one sample a window), and d.svc.wsig
+// with their window-to-window noise over the recent windows (as the
+// medians' and the tails').
+func (d *Detector) logShares(g svcSegment) {
+	s := &d.svc
+	s.w = s.w[:0]
+	for j := g.from; j < g.from+g.n; j++ {
+		w := d.ring[j]
+		s.w = append(s.w, math.Log(max(w.slow, 1/float64(w.n))))
+	}
+	s.wsig = d.diffNoise(s.w[max(0, g.n-2*d.cfg.StableWindows):])
+}
+
+// slowerBefore tells whether a window before segment g, since the start
+// of the search (window g.lo: the cold end, a prior's warm-up end, or
+// the boundary of the last relapse; windows before g.from included,
+// merged or not), has a median more than twice the level band above the
+// segment's level: the segment is no first level of the run, though the
+// windows just before it (afterTransient) may lie close to it, when a
 // warm-up came down in stages.
 func (d *Detector) slowerBefore(g svcSegment) bool {
-	lim := g.level + 2*math.Log1p(d.cfg.MedianTolerance)
+	lim := math.Exp(g.level + 2*math.Log1p(d.cfg.MedianTolerance))
 	for j := g.lo; j < g.from+g.s; j++ {
-		if math.Log(d.ring[j].med) > lim {
+		if d.ring[j].med > lim {
 			return true
 		}
 	}
