@@ -153,9 +153,10 @@ type Config struct {
 	// median in about 10 s and its tail in about 30 s); steady state then
 	// starts no earlier than the first window from which it no longer
 	// falls. With it on, the share of slow samples (above twice the window
-	// median) must not halve between the halves either, while it exceeds
-	// the tail quantile's share (a fixed factor 2, widened to twice its
-	// noise). A tail that rises is judged by the relapse rule, not here.
+	// median) must not halve between the halves either, nor fall steadily
+	// by 1.5 times, while it exceeds the tail quantile's share (fixed
+	// factors, widened to twice its noise). A tail that rises is judged by
+	// the relapse rule, not here.
 	TailTrendTolerance float64 `json:"tail_trend_tolerance"`
 	// RelapseTolerance (service method): steady state is lost when the
 	// median of the last relapse_windows windows, or the second half of the

@@ -457,14 +457,25 @@ func (d *Detector) tailHalvesAgree(g svcSegment, judge bool) bool {
 // about 1.8 ms from 20 s to 28 s, 0.8 ms from 32 s). A settled service
 // has such samples too (about 1% of a log-normal body of sigma 0.3, more
 // with a slow path or pauses): the factor and the noise term, not the
-// floor, keep them from holding it back.
-const slowShareFall = 2
+// floor, keep them from holding it back. A share that fell by less, but
+// at least slowShareTrend, falls still when it fell steadily (Kendall's
+// tau at most -slowShareTau over the segment's windows): on a 9-window
+// segment the cache's misses fell by a factor 1.9 between its halves'
+// medians (b29 run 4, at 21 s, 11% contamination), the settled share of a
+// service's slow samples wanders without a trend.
+const (
+	slowShareFall  = 2
+	slowShareTrend = 1.5
+	slowShareTau   = 0.6
+)
 
 // slowShareFalls tells whether segment g's share of slow samples still
-// falls between its halves by more than slowShareFall (or twice the
-// shares' noise), while its first half's lies above the share of the
-// tail quantile (below it, the tail the dual gate judges no longer sees
-// them). It reads d.svc.w and d.svc.wsig as logShares left them.
+// falls between its halves by more than slowShareFall, or steadily by
+// more than slowShareTrend (either widened to twice the shares' noise),
+// while its first half's lies above the share of the tail quantile
+// (below it, the tail the dual gate judges no longer sees them). It reads
+// d.svc.w and d.svc.wsig as logShares left them. O(n^2) for the tau, n the
+// segment's windows, and only when the share fell by 1.5-2 times.
 func (d *Detector) slowShareFalls(g svcSegment) bool {
 	w := d.svc.w
 	n, s := g.n, g.s
@@ -473,7 +484,28 @@ func (d *Detector) slowShareFalls(g svcSegment) bool {
 	if first <= math.Log(1-d.tailQuantile(d.ring[g.from+s].n)/100) {
 		return false
 	}
-	return first-second > max(math.Log(slowShareFall), 2*d.svc.wsig)
+	change := first - second
+	switch noise := 2 * d.svc.wsig; {
+	case change > max(math.Log(slowShareFall), noise):
+		return true
+	case change <= max(math.Log(slowShareTrend), noise):
+		return false
+	}
+	// fell by between slowShareTrend and slowShareFall: still falling if
+	// monotone (Kendall's tau over the segment's windows)
+	conc := 0
+	for i := s; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			switch {
+			case w[j] > w[i]:
+				conc++
+			case w[j] < w[i]:
+				conc--
+			}
+		}
+	}
+	m := n - s
+	return float64(conc)/float64(m*(m-1)/2) <= -slowShareTau
 }
 
 // logShares fills d.svc.w with the log shares of slow samples of the
