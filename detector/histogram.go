@@ -186,11 +186,11 @@ func (h *histogram) Reset() {
 	h.nTop = 0
 }
 
-// ShareAbove returns the share (0..1) of the recorded values above x,
-// exact up to the histogram's buckets (a value in x's bucket, as Record
-// rounds it, counts as x),
-// 0 when empty: a binary search over ascending ranks for the first whose
-// value lies above x (log2 count quantile lookups, no allocation).
+// ShareAbove returns the share (0..1) of the recorded values above x, 0
+// when empty, exact up to the histogram's buckets (a value in x's bucket,
+// as Record rounds it, counts as x): a binary search over ascending ranks
+// for the first whose value lies above x (log2 count quantile lookups, no
+// allocation).
 func (h *histogram) ShareAbove(x float64) float64 {
 	if h.count == 0 || x >= h.max {
 		return 0
