@@ -495,19 +495,28 @@ func (d *Detector) slowShareFalls(g svcSegment) bool {
 	}
 	// fell by between slowShareTrend and slowShareFall: still falling if
 	// monotone (Kendall's tau over the segment's windows)
+	return kendallTau(w[s:]) <= -slowShareTau
+}
+
+// kendallTau is Kendall's tau (Kendall 1938) of v against its order: +1
+// for a series that only rises, -1 for one that only falls; O(len(v)^2).
+func kendallTau(v []float64) float64 {
+	n := len(v)
+	if n < 2 {
+		return 0
+	}
 	conc := 0
-	for i := s; i < n; i++ {
+	for i := range v {
 		for j := i + 1; j < n; j++ {
 			switch {
-			case w[j] > w[i]:
+			case v[j] > v[i]:
 				conc++
-			case w[j] < w[i]:
+			case v[j] < v[i]:
 				conc--
 			}
 		}
 	}
-	m := n - s
-	return float64(conc)/float64(m*(m-1)/2) <= -slowShareTau
+	return float64(conc) / float64(n*(n-1)/2)
 }
 
 // logShares fills d.svc.w with the log shares of slow samples of the
@@ -706,18 +715,8 @@ func (d *Detector) Drift() (change float64, held, ok bool) {
 		return 0, true, true
 	}
 	change = m3/m1 - 1
-	conc := 0
-	for i := range w {
-		for j := i + 1; j < n; j++ {
-			switch {
-			case w[j].med > w[i].med:
-				conc++
-			case w[j].med < w[i].med:
-				conc--
-			}
-		}
-	}
-	tau := float64(conc) / float64(n*(n-1)/2)
+	d.logs(lo, false) // logs keep the order of the medians: the same tau
+	tau := kendallTau(d.svc.y)
 	moved := math.Abs(math.Log(m3/m1)) > math.Log1p(d.cfg.MedianTolerance)
 	return change, !(moved && math.Abs(tau) >= driftTau), true
 }
