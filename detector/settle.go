@@ -22,12 +22,13 @@ import (
 //  1. blocks (settle_blocks.go): buckets joined into blocks of at least
 //     a second and BlockMinN observations; log median and log tail each;
 //  2. the envelope (settle_envelope.go): Tukey's running median of 3 of
-//     the blocks; the level is the median of the second half's smoothed
-//     blocks (a steady state must span at least MinFraction of the run,
-//     0.5 by default, so the second half is inside it), the envelope how
-//     far they stray from it (their 5% and 95% quantiles widened by 5%, at
-//     least the tolerance either way): how far a settled run of this service wanders
-//     on this machine, as the run itself shows it;
+//     the blocks (the first, the cold start, kept as it is); the level is
+//     the median of the second half's smoothed blocks (a steady state must
+//     span at least MinFraction of the run, 0.5 by default, so the second
+//     half is inside it), the envelope how far they stray from it (their
+//     5% and 95% quantiles widened by 5%, at least the tolerance either
+//     way): how far a settled run of this service wanders on this machine,
+//     as the run itself shows it;
 //  3. the boundary (settle_envelope.go): the end of the initial stretch of
 //     blocks outside the envelope, slower or faster, with gaps of up to 2
 //     blocks inside it (warm-ups come in stages). Stages 2-3 run on the
