@@ -53,13 +53,13 @@ import (
 //     read settled its median at 10 s and its tail at 29 s), nor its share
 //     of slow samples halve (slowShareFall: the misses' share falls long
 //     before the tail quantile sees it), nor those of a first level after
-//     slower windows (a warm-up in stages); for a first
-//     level, the medians within the level band when it improves and twice
-//     that when it slows down (a wave of the machine in the first seconds
-//     is no warm-up). When only the tail's trend fails, the segment may
-//     start later: at the first window from which the rest passes every
-//     test, if enough windows are left (the tail's wider band let the
-//     walk-back reach into the fall); a median still moving is waited for.
+//     slower windows (a warm-up in stages); for a first level, the medians
+//     within the level band when it improves and twice that when it slows
+//     down (a wave of the machine in the first seconds is no warm-up).
+//     When only the tail's trend fails, the segment may start later: at
+//     the first window from which the rest passes every test, if enough
+//     windows are left (the tail's wider band let the walk-back reach into
+//     the fall); a median still moving is waited for.
 //   - Relapse. In steady state, the level is the median of the steady
 //     segment's windows; when the median of the last relapse_windows
 //     windows, or of the second half of the segment against its first half,

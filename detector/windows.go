@@ -104,8 +104,7 @@ func (d *Detector) closeWindow() {
 // push appends a summary; when the ring is full the older half is merged
 // pairwise (weighted means of medians and of shares of slow samples, max
 // of tail quantiles, weighted geometric means of smoothed tails), keeping
-// recent windows
-// at full resolution and memory bounded for any run length.
+// recent windows at full resolution and memory bounded for any run length.
 func (d *Detector) push(w winSum) {
 	if len(d.ring) == cap(d.ring) {
 		half := len(d.ring) / 2
