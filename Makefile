@@ -38,7 +38,7 @@ endef
 ## help: list the targets
 .PHONY: help
 help:
-	@grep -E '^## ' $(MAKEFILE_LIST) | sed -e 's/^## //' | awk -F': ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^## ' $(MAKEFILE_LIST) | sed -e 's/^## //' | awk '{i = index($$0, ": "); printf "  %-14s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2)}'
 
 ## build: build ./k6 (k6 v2.2.0 with the extension) with a plain go build
 .PHONY: build

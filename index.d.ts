@@ -12,7 +12,8 @@ export interface ScenarioSettings {
   input?: 'iteration' | 'request' | 'observe';
   /** Tag naming endpoints (default 'endpoint'). */
   endpointTag?: string;
-  /** Detector options, snake_case as the `k6 x regime detect` flags (see detector/config.go), over the
+  /** Detector options in snake_case (window_min_duration; the `k6 x regime detect` flags spell them in
+   * kebab-case; see detector/config.go), over the
    * service preset; an object naming `method: 'benchmark'` starts from the benchmark preset instead. */
   detector?: Record<string, number | string | boolean>;
   /** The steady gate passes when the scenario ends in steady state declared early enough to span at least
@@ -42,7 +43,7 @@ export interface Settings extends ScenarioSettings {
   profile?: string;
 }
 
-/** Validate and install the settings (init context). Throws, naming every bad option. */
+/** Validate and install the settings (init context). Throws, naming every bad option value (an unknown key or a wrongly typed value alone). */
 export function configure(options: object, settings?: Settings): void;
 /** fn, setting the regime tag at each call (for tagging: 'wrap'). Init context. */
 export function wrap<F extends (...args: any[]) => any>(fn: F): F;

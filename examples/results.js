@@ -1,6 +1,6 @@
 // Results: from handleSummary, regime.summary() returns what the detectors
 // found, regime.textSummary() the console regime table, and
-// regime.saveResults() writes results/<UTC start>[-<testid>]/: summary.json,
+// regime.saveResults() writes results/<UTC start>[-<testid>]-<random suffix>/: summary.json,
 // HdrHistogram logs per regime, the iteration series and report.html.
 // `k6 x regime report|compare|merge` read those folders.
 //

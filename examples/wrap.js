@@ -1,8 +1,10 @@
 // Tagging only what you wrap: with tagging: 'wrap', the per-iteration hook is
 // off and only calls of functions passed through regime.wrap() set the
 // regime tag (and are timed for the detector by k6's iteration_duration as
-// usual). Use it when the automatic hook's small per-iteration cost matters;
-// wrap() times only the synchronous part of an async function.
+// usual). Use it when the automatic hook's small per-iteration cost matters.
+// wrap() times nothing itself: it sets the tag when the call starts, and the
+// detector reads k6's iteration_duration of the whole iteration, awaited
+// parts of an async function included.
 //
 //   ./k6 run examples/wrap.js             # BASE_URL, default the demo service
 import http from 'k6/http';

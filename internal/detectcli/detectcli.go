@@ -126,7 +126,7 @@ func (o *options) prepare(fs *pflag.FlagSet, stderr io.Writer) (showProgress boo
 	if o.tagsPath != "" {
 		tw, err := newTagWriter(o.tagsPath)
 		if err != nil {
-			return false, fmt.Errorf("--tags: %w", err)
+			return false, usageError(fmt.Errorf("--tags: %w", err))
 		}
 		o.tags = tw
 	}
@@ -165,7 +165,7 @@ func (o *options) run(args []string, stdout, stderr io.Writer, show bool) error 
 	pr.finish()
 	if o.tags != nil {
 		if err := o.tags.close(); err != nil {
-			return fmt.Errorf("--tags %s: %w", o.tagsPath, err)
+			return errext.WithExitCodeIfNone(fmt.Errorf("--tags %s: %w", o.tagsPath, err), exitcodes.ExitCode(exitFileErrors))
 		}
 	}
 	if failed > 0 {

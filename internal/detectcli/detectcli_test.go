@@ -317,6 +317,6 @@ func TestTagsAndNoHindsight(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	code = Run([]string{"--tags", filepath.Join(dir, "missing", "t.csv"), in}, &stdout, &stderr)
-	require.Equal(t, 1, code)
+	require.Equal(t, 2, code, "an unwritable --tags path is bad input")
 	require.Contains(t, stderr.String(), "--tags")
 }

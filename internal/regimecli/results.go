@@ -474,8 +474,10 @@ func writeHistory(gs *state.GlobalState, args []string, out string, o results.Hi
 		return troubleError(fmt.Errorf("history: %w", err))
 	}
 	if out == "" {
-		_, err = gs.Stdout.Write(b)
-		return err
+		if _, err := gs.Stdout.Write(b); err != nil {
+			return troubleError(fmt.Errorf("history: writing to stdout: %w", err))
+		}
+		return nil
 	}
 	if err := writeFilesAtomic(map[string][]byte{out: b}); err != nil {
 		return troubleError(fmt.Errorf("history: %w", err))
