@@ -130,6 +130,13 @@ func ReplayFigures(c Case, f *Figures, out *RunOutput, cfg detector.Config, gate
 			return nil, err
 		}
 	}
+	return ReplayFiguresWith(c, f, out, cfg, gateFraction)
+}
+
+// ReplayFiguresWith is ReplayFigures with cfg as given: a profiled case's
+// prior already set on it (the leave-one-out replay sets the prior of a
+// profile of the case's other runs).
+func ReplayFiguresWith(c Case, f *Figures, out *RunOutput, cfg detector.Config, gateFraction float64) (*Figures, error) {
 	rp, err := ReplayOnline(out.Series, cfg, gateFraction)
 	if err != nil {
 		return nil, err
@@ -160,6 +167,21 @@ func ReplayFigures(c Case, f *Figures, out *RunOutput, cfg detector.Config, gate
 	}
 	g.Checks = checks(c, &g)
 	return &g, nil
+}
+
+// WithProfilePrior sets on cfg the prior that the profile at path gives
+// the harness's scenario (cfg unchanged when the profile's runs had no
+// settled steady state there).
+func WithProfilePrior(cfg detector.Config, path string) (detector.Config, error) {
+	p, err := results.LoadProfile(path)
+	if err != nil {
+		return cfg, err
+	}
+	pr := p.Scope(scenarioName, "").Prior()
+	if !pr.Ok {
+		return cfg, nil
+	}
+	return pr.Apply(cfg), nil
 }
 
 // withRunPrior sets on cfg the prior of the profile that judged the run

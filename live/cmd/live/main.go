@@ -46,6 +46,10 @@ func run() int {
 		"the case as many times again with it (NAME+profile); both judged against the consensus of all the runs")
 	replay := flag.String("replay", "", "with -from: judge instead the online tags a detector configuration (JSON, over the service preset, "+
 		"as regime.configure's detector option) would have given on the recorded runs; implies -rejudge")
+	loo := flag.Bool("loo-profile", false, "with -from: also replay each run of a case with the prior of a profile learnt (k6 x regime profile, -k6) "+
+		"from the case's other runs in the files (leave one out; cases with 4 runs or more), judged as NAME+profile; implies -rejudge")
+	flag.BoolVar(&separateVariants, "separate", false, "judge a case's profiled runs (NAME+profile) against the consensus of their own runs "+
+		"rather than of all the case's runs (a reference independent of the runs a profile was learnt from)")
 	flag.Parse()
 	if *runs < 1 || *runs > 50 {
 		fmt.Fprintf(os.Stderr, "live: -runs must be 1..50, got %d\n", *runs)
@@ -79,7 +83,19 @@ func run() int {
 		if *out != "" {
 			*out, _ = filepath.Abs(*out)
 		}
-		return table(selected, strings.Split(*from, ","), *rejudge || replayCfg != nil, replayCfg, *out)
+		if *loo && replayCfg == nil {
+			cfg := detector.ServiceConfig()
+			replayCfg = &cfg
+		}
+		var looK6 string
+		if *loo {
+			looK6, _ = filepath.Abs(*k6)
+		}
+		return table(selected, strings.Split(*from, ","), *rejudge || replayCfg != nil, replayCfg, *out, looK6)
+	}
+	if *loo {
+		fmt.Fprintln(os.Stderr, "live: -loo-profile needs -from")
+		return 2
 	}
 	if replayCfg != nil {
 		fmt.Fprintln(os.Stderr, "live: -replay needs -from")
@@ -211,6 +227,10 @@ func withVariants(cases, profiled []harness.Case) []harness.Case {
 	return out
 }
 
+// separateVariants (-separate): a case's profiled runs are judged against
+// the consensus of their own runs, not of all the case's runs.
+var separateVariants bool
+
 // judgeCases judges every case's runs against the consensus of its runs
 // (or, with fewer than harness.ConsensusMinRuns, each against its own); a
 // case's profiled variant (NAME+profile, right after it) shares its
@@ -221,7 +241,7 @@ func judgeCases(cases []harness.Case, outs map[string]map[int]*harness.RunOutput
 	for i := 0; i < len(cases); i++ {
 		c := cases[i]
 		variants := []harness.Case{c}
-		if i+1 < len(cases) && cases[i+1].Name == c.Name+"+profile" {
+		if !separateVariants && i+1 < len(cases) && cases[i+1].Name == c.Name+"+profile" {
 			variants = append(variants, cases[i+1])
 			i++
 		}
@@ -278,7 +298,7 @@ func tables(cases []harness.Case, figs []*harness.Figures) int {
 
 // table prints the table of earlier runs' figures; with rejudge, the runs'
 // results folders are judged again (by case, against their consensus).
-func table(selected []harness.Case, files []string, rejudge bool, replay *detector.Config, out string) int {
+func table(selected []harness.Case, files []string, rejudge bool, replay *detector.Config, out, looK6 string) int {
 	var figs []*harness.Figures
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -352,7 +372,91 @@ func table(selected []harness.Case, files []string, rejudge bool, replay *detect
 			}
 		}
 	}
+	if looK6 != "" {
+		var err error
+		if cases, figs, err = looProfiles(cases, figs, outs, *replay, looK6, out); err != nil {
+			fmt.Fprintln(os.Stderr, "live: -loo-profile:", err)
+			return 2
+		}
+	}
 	return report(cases, figs, cons)
+}
+
+// looProfiles replays each run of a case (4 runs or more, without a
+// profile) with the prior of a profile of the case's other runs, judged
+// against the same reference as NAME+profile; the profiles go to
+// out/loo-profiles (a temporary folder without -out). The runs a profile
+// is learnt from ran in the same hour as the run it judges: no drift of
+// the machine between them.
+func looProfiles(cases []harness.Case, figs []*harness.Figures, outs map[string]map[int]*harness.RunOutput,
+	cfg detector.Config, k6, out string) ([]harness.Case, []*harness.Figures, error) {
+	dir := filepath.Join(out, "loo-profiles")
+	if out == "" {
+		tmp, err := os.MkdirTemp("", "live-loo-")
+		if err != nil {
+			return nil, nil, err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	env := &harness.Env{K6: k6, Logf: func(string, ...any) {}}
+	byCase := map[string][]*harness.Figures{}
+	for _, f := range figs {
+		byCase[f.Case] = append(byCase[f.Case], f)
+	}
+	var outCases []harness.Case
+	for _, c := range cases {
+		outCases = append(outCases, c)
+		runs := byCase[c.Name]
+		if c.Profiled || len(runs) < 4 || byCase[c.Name+"+profile"] != nil {
+			continue
+		}
+		for _, f := range runs {
+			var dirs []string
+			for _, g := range runs {
+				if g != f {
+					dirs = append(dirs, g.Dir)
+				}
+			}
+			path := filepath.Join(dir, fmt.Sprintf("%s-r%d.json", strings.TrimSuffix(profileFile(c), ".json"), f.Run))
+			if err := env.BuildProfile(context.Background(), dirs, path); err != nil {
+				// k6 x regime profile refuses runs of another load (a
+				// closed model's throughput more than 20% apart): that
+				// run has no profile, said here, and is left out
+				fmt.Fprintf(os.Stderr, "live: -loo-profile: %s run %d left out: %v\n", c.Name, f.Run, err)
+				continue
+			}
+			pcfg, err := harness.WithProfilePrior(cfg, path)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s run %d: %w", c.Name, f.Run, err)
+			}
+			if os.Getenv("LOO_W") == "consensus" && pcfg.PriorWarmup > 0 {
+				var rs []harness.RunSeries
+				for _, g := range runs {
+					if g != f {
+						rs = append(rs, harness.RunSeries{Run: len(rs), Series: outs[c.Name][g.Run].Series})
+					}
+				}
+				cn, _, err := harness.CaseReferences(rs)
+				if err == nil && cn != nil {
+					pcfg.PriorWarmup = detector.Duration(time.Duration(cn.WarmupEnd * float64(time.Second)))
+				}
+			}
+			pc := c.WithProfile(path)
+			g := *f
+			g.Case = pc.Name
+			h, err := harness.ReplayFiguresWith(pc, &g, outs[c.Name][f.Run], pcfg, 0.5)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s run %d: %w", c.Name, f.Run, err)
+			}
+			figs = append(figs, h)
+		}
+		outCases = append(outCases, c.WithProfile(""))
+	}
+	return outCases, figs, nil
 }
 
 func writeJSON(path string, v any) error {
