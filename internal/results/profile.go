@@ -78,6 +78,20 @@ type ProfileScope struct {
 	// averaged curve still shows the later stages that every run went
 	// through.
 	WelchEndMs float64 `json:"welch_end_ms"`
+	// AgreedEndMs is the end of what (nearly) every run shows at its start
+	// (ms from the scenario's start): a block is warm-up when 4 of 5 runs
+	// (80%) lie beyond the settled envelope on the same side there, in
+	// median or in tail, or every run lies beyond +-10% (tail +-25%) on
+	// the same side; the end is the block after the first stretch of such
+	// blocks (gaps of up to 2 blocks: warm-ups come in stages). The
+	// envelope is the 2.5th-97.5th percentile of the runs' 3-block running
+	// medians relative to their levels, first over the runs' second
+	// halves, then over the blocks after the end found with it. An average
+	// is not enough: a settled server that switches between two levels
+	// 40% apart at random times moves the median curve of 5 runs by 15%
+	// for tens of seconds without any run warming up there. Absent from
+	// profiles of older versions (and with fewer than 3 runs with a value).
+	AgreedEndMs *float64 `json:"agreed_end_ms,omitempty"`
 	// Level is the median over the runs of their steady level (the median
 	// of their block medians after their boundary); LevelSpread how far the
 	// runs' levels are from it (relative: -0.05 is 5% lower).
@@ -358,6 +372,9 @@ func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, or
 	}
 	sc.Envelope.Blocks = len(devM)
 	sc.WelchEndMs = welchEnd(med, sc.Envelope.Median) * p.BlockMs
+	if end, ok := agreedEnd(med, tail); ok {
+		sc.AgreedEndMs = ptrFloat(end * p.BlockMs)
+	}
 	if endpoint == "" {
 		sc.runCosts(sums, order)
 	}
@@ -628,6 +645,13 @@ func (p *Profile) Text() string {
 		fmt.Fprintf(&b, "%s:\n", name)
 		fmt.Fprintf(&b, "  warm-up end (settled boundary): median %.1f s, %.1f-%.1f s over %d runs; %d without a settled steady state; the averaged curve settles at %.1f s\n",
 			sc.WarmupEnd.Median/1000, sc.WarmupEnd.Min/1000, sc.WarmupEnd.Max/1000, sc.WarmupEnd.N, sc.NoSteady, sc.WelchEndMs/1000)
+		if sc.AgreedEndMs != nil {
+			fmt.Fprintf(&b, "  warm-up end the runs agree on: %.1f s", *sc.AgreedEndMs/1000)
+			if pr := sc.Prior(); pr.Ok {
+				fmt.Fprintf(&b, "; a run that uses this profile declares no steady state before %.1f s (the later of the two ends)", pr.WarmupMs/1000)
+			}
+			b.WriteString("\n")
+		}
 		fmt.Fprintf(&b, "  steady level %.4g ms (runs %+.1f%% .. %+.1f%%); steady block medians %+.1f%% .. %+.1f%% (5th-95th pct; extremes %+.1f%% .. %+.1f%%), tails (p%.3g) %+.1f%% .. %+.1f%%, over %d blocks\n",
 			sc.LevelMs, sc.LevelSpread.Lo*100, sc.LevelSpread.Hi*100, sc.Envelope.Median.Lo*100, sc.Envelope.Median.Hi*100,
 			sc.Envelope.MedianMax.Lo*100, sc.Envelope.MedianMax.Hi*100, sc.TailQuantile, sc.Envelope.Tail.Lo*100, sc.Envelope.Tail.Hi*100, sc.Envelope.Blocks)
@@ -642,4 +666,139 @@ func (p *Profile) Text() string {
 		}
 	}
 	return b.String()
+}
+
+func ptrFloat(v float64) *float64 { return &v }
+
+// Bounds of agreedEnd: the share of runs that must agree on a warm-up
+// block, the least bands beyond which they agree (relative: median, tail),
+// the percentiles of the envelope and the longest gap within a warm-up.
+const (
+	agreeShare      = 0.8
+	agreeMinBand    = 0.10
+	agreeMinTail    = 0.25
+	agreeEnvelopeQ  = 0.025
+	agreeMaxGap     = 2
+	agreeMinRunsSet = 3
+)
+
+// agreedEnd returns the block after the warm-up the runs agree on (see
+// ProfileScope.AgreedEndMs), and false with fewer than 3 runs.
+func agreedEnd(med, tail [][]float64) (float64, bool) {
+	if len(med) < agreeMinRunsSet {
+		return 0, false
+	}
+	rm, rt := relSmoothed(med), relSmoothed(tail)
+	nb := len(rm[0])
+	if nb < 4 {
+		return 0, false
+	}
+	end := agreedFrom(rm, rt, nb/2)
+	if end < nb-3 {
+		end = agreedFrom(rm, rt, end)
+	}
+	return float64(end), true
+}
+
+// agreedFrom finds the end of the agreed warm-up with the envelopes of the
+// blocks from block from on.
+func agreedFrom(rm, rt [][]float64, from int) int {
+	loM, hiM := envelopeOf(rm, from, agreeMinBand)
+	loT, hiT := envelopeOf(rt, from, agreeMinTail)
+	nb := len(rm[0])
+	last, gap := -1, 0
+	for b := range nb {
+		if warmBlock(rm, b, loM, hiM, agreeMinBand) || warmBlock(rt, b, loT, hiT, agreeMinTail) {
+			last, gap = b, 0
+			continue
+		}
+		if gap++; gap > agreeMaxGap {
+			break
+		}
+	}
+	return last + 1
+}
+
+// warmBlock reports whether the runs agree that block b is warm-up: 80% of
+// those with a value beyond [lo, hi] on one side, or all of them beyond
+// +-band on one side (logs).
+func warmBlock(rel [][]float64, b int, lo, hi, band float64) bool {
+	n, above, below, allAbove, allBelow := 0, 0, 0, true, true
+	bl, bh := math.Log1p(-band), math.Log1p(band)
+	for _, r := range rel {
+		v := r[b]
+		if math.IsNaN(v) {
+			continue
+		}
+		n++
+		if v > hi {
+			above++
+		}
+		if v < lo {
+			below++
+		}
+		allAbove = allAbove && v > bh
+		allBelow = allBelow && v < bl
+	}
+	if n < agreeMinRunsSet {
+		return false
+	}
+	need := int(math.Ceil(agreeShare * float64(n)))
+	return above >= need || below >= need || allAbove || allBelow
+}
+
+// envelopeOf is the 2.5th and 97.5th percentiles of the runs' values from
+// block from on, widened to at least +-band (logs).
+func envelopeOf(rel [][]float64, from int, band float64) (float64, float64) {
+	var v []float64
+	for _, r := range rel {
+		for _, x := range r[min(from, len(r)):] {
+			if !math.IsNaN(x) {
+				v = append(v, x)
+			}
+		}
+	}
+	lo, hi := math.Log1p(-band), math.Log1p(band)
+	if len(v) == 0 {
+		return lo, hi
+	}
+	slices.Sort(v)
+	return min(quantile64(v, agreeEnvelopeQ), lo), max(quantile64(v, 1-agreeEnvelopeQ), hi)
+}
+
+// relSmoothed returns each run's block values as logs relative to the
+// run's level (the median over its second half), smoothed by a running
+// median of 3 blocks (NaN where a run has no value).
+func relSmoothed(curves [][]float64) [][]float64 {
+	out := make([][]float64, len(curves))
+	for k, c := range curves {
+		level := median64(slices.Clone(c[len(c)/2:]))
+		rel := make([]float64, len(c))
+		for b, v := range c {
+			rel[b] = math.NaN()
+			if v > 0 && level > 0 {
+				rel[b] = math.Log(v / level)
+			}
+		}
+		sm := make([]float64, len(c))
+		for b := range rel {
+			sm[b] = math.NaN()
+			if math.IsNaN(rel[b]) {
+				continue
+			}
+			var w []float64
+			for j := max(b-1, 0); j <= min(b+1, len(rel)-1); j++ {
+				if !math.IsNaN(rel[j]) {
+					w = append(w, rel[j])
+				}
+			}
+			slices.Sort(w)
+			sm[b] = w[len(w)/2]
+			if len(w) == 2 {
+				sm[b] = (w[0] + w[1]) / 2
+			}
+		}
+		out[k] = sm
+	}
+	return out
 }

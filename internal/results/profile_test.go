@@ -139,3 +139,69 @@ func TestProfileRefuses(t *testing.T) {
 	_, err = BuildProfile(in, ProfileOptions{})
 	require.ErrorContains(t, err, "runs/a has no windows.csv")
 }
+
+// agreedRuns makes n runs of nb 1-s blocks: level 1 with lognormal noise
+// (sd 5%), a warm-up every run shares (warm(b): the factor at block b, on
+// the median and, times tail, on the tail), and in each run one wave of
+// +40% lasting 10 blocks at a random time after block 30.
+func agreedRuns(rng *rand.Rand, n, nb int, warm func(b int) float64, tail float64) (med, tl [][]float64) {
+	for range n {
+		m, t := make([]float64, nb), make([]float64, nb)
+		wave := 30 + rng.IntN(nb-45)
+		for b := range nb {
+			f := warm(b)
+			if b >= wave && b < wave+10 {
+				f *= 1.4
+			}
+			m[b] = f * math.Exp(0.05*rng.NormFloat64())
+			t[b] = 3 * (1 + (f-1)*tail) * math.Exp(0.15*rng.NormFloat64())
+		}
+		med, tl = append(med, m), append(tl, t)
+	}
+	return med, tl
+}
+
+// TestAgreedEnd: the warm-up end a profile's runs agree on is where the
+// warm-up every run shares ends, not one run's wave, nor 0 when only the
+// tail warms up.
+func TestAgreedEnd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for range 20 {
+		// a 15-s warm-up, +60% at the start falling to +20% at its end
+		warm := func(b int) float64 {
+			if b < 15 {
+				return 1.6 - 0.4*float64(b)/14
+			}
+			return 1
+		}
+		med, tl := agreedRuns(rng, 5, 90, warm, 1)
+		end, ok := agreedEnd(med, tl)
+		require.True(t, ok)
+		require.InDelta(t, 15, end, 2, "a 15-s warm-up every run shares")
+
+		// flat: one run's own slow start (its first 20 s at +40%) is not
+		// what the runs agree on
+		flat := func(int) float64 { return 1 }
+		med, tl = agreedRuns(rng, 5, 90, flat, 1)
+		for b := range 20 {
+			med[0][b] *= 1.4
+		}
+		end, ok = agreedEnd(med, tl)
+		require.True(t, ok)
+		require.LessOrEqual(t, end, 2.0, "one run's slow start")
+
+		// a warm-up in the tail alone: the median flat, the tail 4 times
+		// its level for 12 s
+		med, tl = agreedRuns(rng, 5, 90, flat, 1)
+		for k := range tl {
+			for b := range 12 {
+				tl[k][b] *= 4
+			}
+		}
+		end, ok = agreedEnd(med, tl)
+		require.True(t, ok)
+		require.InDelta(t, 12, end, 2, "a tail warm-up every run shares")
+	}
+	_, ok := agreedEnd([][]float64{{1, 1, 1, 1}, {1, 1, 1, 1}}, [][]float64{{1, 1, 1, 1}, {1, 1, 1, 1}})
+	require.False(t, ok, "two runs agree on nothing")
+}

@@ -68,9 +68,11 @@ func TestLoadProfileRefuses(t *testing.T) {
 		"it was learnt from scenarios load, the script declares browse, load")
 }
 
-// TestProfilePrior: the prior is the runs' median settled boundary and
-// steady level, with a band of levels at least +-10%; nothing without a
-// settled steady state.
+// TestProfilePrior: the prior is the later of the warm-up end the runs
+// agree on and their median settled boundary, and their steady level, with
+// a band of levels at least +-10% (from a profile of an older version,
+// without the agreed end: the later of the median settled boundary and the
+// averaged curve's); nothing without a settled steady state.
 func TestProfilePrior(t *testing.T) {
 	t.Parallel()
 	p := fiveRunProfile(t)
@@ -78,7 +80,15 @@ func TestProfilePrior(t *testing.T) {
 	require.True(t, pr.Ok)
 	sc := p.Scope("load", "")
 	require.InDelta(t, 10000, sc.WelchEndMs, 3000, "the averaged curve settles with the runs' warm-ups (8-12 s)")
-	require.Equal(t, max(10000, sc.WelchEndMs), pr.WarmupMs, "the later of the median settled boundary and the averaged curve's")
+	require.NotNil(t, sc.AgreedEndMs)
+	require.InDelta(t, 10000, *sc.AgreedEndMs, 2000, "the runs' warm-ups end at 8-12 s")
+	require.Equal(t, max(*sc.AgreedEndMs, 10000), pr.WarmupMs, "the later of the agreed end and the median settled boundary")
+	late := *sc
+	late.AgreedEndMs = ptrFloat(14000)
+	require.Equal(t, 14000.0, late.Prior().WarmupMs, "a later stage the runs agree on")
+	old := *sc
+	old.AgreedEndMs = nil
+	require.Equal(t, max(10000, sc.WelchEndMs), old.Prior().WarmupMs, "an older profile: the later of the median settled boundary and the averaged curve's")
 	require.InDelta(t, 5, pr.LevelMs, 0.5)
 	require.LessOrEqual(t, pr.Low, -0.1)
 	require.GreaterOrEqual(t, pr.High, 0.1)
