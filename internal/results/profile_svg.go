@@ -10,7 +10,8 @@ import (
 
 // SVG draws the profile, a panel per scope: every run's block medians
 // faint, their median over the runs bold, the runs' warm-up ends shaded
-// (least to greatest, the median dashed) and the steady envelope (the
+// (least to greatest, the median dashed), the warm-up end the runs agree
+// on (a solid line) and the steady envelope (the
 // level and how far steady block medians wander, 5th to 95th percentile)
 // shaded after the median warm-up end. Latency on a log scale.
 func (p *Profile) SVG() string {
@@ -99,7 +100,8 @@ func (sc *ProfileScope) svgPanel(b *strings.Builder, p *Profile, W, H, L, R, T, 
 }
 
 // svgWarmup shades the runs' warm-up ends (least to greatest), dashes
-// their median, and shades the steady envelope after it.
+// their median, draws the end the runs agree on, and shades the steady
+// envelope after the median.
 func (sc *ProfileScope) svgWarmup(b *strings.Builder, f svgFrame, blockMs float64) {
 	if sc.WarmupEnd.N == 0 {
 		return
@@ -109,6 +111,11 @@ func (sc *ProfileScope) svgWarmup(b *strings.Builder, f svgFrame, blockMs float6
 	fmt.Fprintf(b, `<rect class="warmup-spread" x="%.1f" y="%g" width="%.1f" height="%g" fill="#fde2c4"/>`+"\n", x0, T, math.Max(x1-x0, 1), H-T-B)
 	xm := f.x(sc.WarmupEnd.Median / blockMs)
 	fmt.Fprintf(b, `<line class="warmup-end" x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#e6550d" stroke-dasharray="4 3"/>`+"\n", xm, T, xm, H-B)
+	if sc.AgreedEndMs != nil {
+		// the warm-up end the runs agree on, solid
+		xa := f.x(*sc.AgreedEndMs / blockMs)
+		fmt.Fprintf(b, `<line class="agreed-end" x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#a63603" stroke-width="1.5"/>`+"\n", xa, T, xa, H-B)
+	}
 	if sc.LevelMs > 0 {
 		y0, y1 := f.y(sc.LevelMs*(1+sc.Envelope.Median.Hi)), f.y(sc.LevelMs*(1+sc.Envelope.Median.Lo))
 		fmt.Fprintf(b, `<rect class="envelope" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#d9f0d3" fill-opacity="0.8"/>`+"\n",
