@@ -163,15 +163,20 @@ func (o *options) run(args []string, stdout, stderr io.Writer, show bool) error 
 		pending()
 	}
 	pr.finish()
+	var tagsErr error
 	if o.tags != nil {
 		if err := o.tags.close(); err != nil {
-			return errext.WithExitCodeIfNone(fmt.Errorf("--tags %s: %w", o.tagsPath, err), exitcodes.ExitCode(exitFileErrors))
+			tagsErr = fmt.Errorf("--tags %s: %w", o.tagsPath, err)
 		}
 	}
 	if failed > 0 {
-		// exit status 1 under k6 too (k6 exits 255 for errors without a code)
+		// exit status 1 under k6 too (k6 exits 255 for errors without a
+		// code); a --tags file that could not be written is said as well
 		return errext.WithExitCodeIfNone(
-			fmt.Errorf("%d of %d files had errors", failed, len(args)), exitcodes.ExitCode(exitFileErrors))
+			errors.Join(fmt.Errorf("%d of %d files had errors", failed, len(args)), tagsErr), exitcodes.ExitCode(exitFileErrors))
+	}
+	if tagsErr != nil {
+		return errext.WithExitCodeIfNone(tagsErr, exitcodes.ExitCode(exitFileErrors))
 	}
 	return nil
 }

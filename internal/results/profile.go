@@ -79,18 +79,22 @@ type ProfileScope struct {
 	// through.
 	WelchEndMs float64 `json:"welch_end_ms"`
 	// AgreedEndMs is the end of what (nearly) every run shows at its start
-	// (ms from the scenario's start): a block is warm-up when 4 of 5 runs
-	// (80%) lie beyond the settled envelope on the same side there, in
-	// median or in tail, or every run lies beyond +-10% (tail +-25%) on
-	// the same side; the end is the block after the first stretch of such
-	// blocks (gaps of up to 2 blocks: warm-ups come in stages). The
-	// envelope is the 2.5th-97.5th percentile of the runs' 3-block running
-	// medians relative to their levels, first over the runs' second
-	// halves, then over the blocks after the end found with it. An average
-	// is not enough: a settled server that switches between two levels
-	// 40% apart at random times moves the median curve of 5 runs by 15%
-	// for tens of seconds without any run warming up there. Absent from
-	// profiles of older versions (and with fewer than 3 runs with a value).
+	// (ms from the scenario's start): a block is warm-up when 80% of the
+	// runs with a value there (all of them with 3 or 4 runs) lie beyond the
+	// settled envelope on the same side, in median or in tail, or every
+	// one lies beyond +-10% (tail +-25%) on the same side; the end is the
+	// block after the stretch of such blocks that starts within the first
+	// 3 blocks (gaps of up to 2 blocks: warm-ups come in stages; blocks
+	// where fewer than 3 runs have a value do not count). The envelope is
+	// the 2.5th-97.5th percentile of the runs' 3-block running medians
+	// relative to their levels, at least +-10% (tail +-25%), first over the
+	// runs' second halves, then over the blocks after the end found with
+	// it. An average is not enough: a settled server that switches between
+	// two levels 40% apart at random times moves the median curve of 5
+	// runs by 15% for tens of seconds without any run warming up there.
+	// Absent from profiles of older versions, and where no block has a
+	// value in 3 runs. (A k6 of an older version reading a profile with it
+	// ignores it and takes its own prior.)
 	AgreedEndMs *float64 `json:"agreed_end_ms,omitempty"`
 	// Level is the median over the runs of their steady level (the median
 	// of their block medians after their boundary); LevelSpread how far the
@@ -683,7 +687,8 @@ const (
 )
 
 // agreedEnd returns the block after the warm-up the runs agree on (see
-// ProfileScope.AgreedEndMs), and false with fewer than 3 runs.
+// ProfileScope.AgreedEndMs), and false with fewer than 3 runs or no block
+// where 3 runs have a value.
 func agreedEnd(med, tail [][]float64) (float64, bool) {
 	if len(med) < agreeMinRunsSet {
 		return 0, false
@@ -693,6 +698,15 @@ func agreedEnd(med, tail [][]float64) (float64, bool) {
 	if nb < 4 {
 		return 0, false
 	}
+	valued := 0
+	for b := range nb {
+		if valuedRuns(rm, b) >= agreeMinRunsSet {
+			valued++
+		}
+	}
+	if valued == 0 {
+		return 0, false
+	}
 	end := agreedFrom(rm, rt, nb/2)
 	if end < nb-3 {
 		end = agreedFrom(rm, rt, end)
@@ -700,14 +714,32 @@ func agreedEnd(med, tail [][]float64) (float64, bool) {
 	return float64(end), true
 }
 
+// valuedRuns counts the runs with a value at block b.
+func valuedRuns(rel [][]float64, b int) int {
+	n := 0
+	for _, r := range rel {
+		if !math.IsNaN(r[b]) {
+			n++
+		}
+	}
+	return n
+}
+
 // agreedFrom finds the end of the agreed warm-up with the envelopes of the
-// blocks from block from on.
+// blocks from block from on: the block after the last warm-up block of the
+// stretch that starts within the first agreeMaxGap+1 blocks with a value,
+// where gaps of up to agreeMaxGap blocks that are not warm-up are allowed.
+// Blocks where fewer than 3 runs have a value (windows longer than a block,
+// a scope some runs lack) are neither warm-up nor gaps.
 func agreedFrom(rm, rt [][]float64, from int) int {
 	loM, hiM := envelopeOf(rm, from, agreeMinBand)
 	loT, hiT := envelopeOf(rt, from, agreeMinTail)
 	nb := len(rm[0])
 	last, gap := -1, 0
 	for b := range nb {
+		if valuedRuns(rm, b) < agreeMinRunsSet {
+			continue
+		}
 		if warmBlock(rm, b, loM, hiM, agreeMinBand) || warmBlock(rt, b, loT, hiT, agreeMinTail) {
 			last, gap = b, 0
 			continue

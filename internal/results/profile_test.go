@@ -205,3 +205,35 @@ func TestAgreedEnd(t *testing.T) {
 	_, ok := agreedEnd([][]float64{{1, 1, 1, 1}, {1, 1, 1, 1}}, [][]float64{{1, 1, 1, 1}, {1, 1, 1, 1}})
 	require.False(t, ok, "two runs agree on nothing")
 }
+
+// TestAgreedEndSparse: windows longer than a block leave blocks without a
+// value, which are neither warm-up nor gaps; a scope that only 2 runs have
+// gives no agreed end.
+func TestAgreedEndSparse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	warm := func(b int) float64 {
+		if b < 20 {
+			return 1.8
+		}
+		return 1
+	}
+	med, tl := agreedRuns(rng, 5, 120, warm, 1)
+	for k := range med {
+		for b := range med[k] {
+			if b%5 != 2 { // 5-s windows, each in the block of its middle
+				med[k][b], tl[k][b] = 0, 0
+			}
+		}
+	}
+	end, ok := agreedEnd(med, tl)
+	require.True(t, ok)
+	require.InDelta(t, 20, end, 3, "a 20-s warm-up seen through 5-s windows")
+
+	med, tl = agreedRuns(rng, 5, 60, warm, 1)
+	for k := range 3 {
+		clear(med[k])
+		clear(tl[k])
+	}
+	_, ok = agreedEnd(med, tl)
+	require.False(t, ok, "only 2 runs have the scope")
+}

@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -47,7 +48,8 @@ func run() int {
 	replay := flag.String("replay", "", "with -from: judge instead the online tags a detector configuration (JSON, over the service preset, "+
 		"as regime.configure's detector option) would have given on the recorded runs; implies -rejudge")
 	loo := flag.Bool("loo-profile", false, "with -from: also replay each run of a case with the prior of a profile learnt (k6 x regime profile, -k6) "+
-		"from the case's other runs in the files (leave one out; cases with 4 runs or more), judged as NAME+profile; implies -rejudge")
+		"from the case's other runs in the files (leave one out; cases with 4 runs or more; a case whose runs k6 x regime profile refuses is left out), "+
+		"judged as NAME+profile; implies -replay (the service preset unless -replay gives another), so the rows without a profile are replayed too")
 	flag.BoolVar(&separateVariants, "separate", false, "judge a case's profiled runs (NAME+profile) against the consensus of their own runs "+
 		"rather than of all the case's runs (a reference independent of the runs a profile was learnt from)")
 	flag.Parse()
@@ -414,36 +416,37 @@ func looProfiles(cases []harness.Case, figs []*harness.Figures, outs map[string]
 		if c.Profiled || len(runs) < 4 || byCase[c.Name+"+profile"] != nil {
 			continue
 		}
-		for _, f := range runs {
+		// every run's profile first: when k6 x regime profile refuses the
+		// runs of a case (another load: a closed model's throughput more
+		// than 20% apart between runs), the case is left out, said here
+		paths := make([]string, len(runs))
+		refused := false
+		for i, f := range runs {
 			var dirs []string
 			for _, g := range runs {
 				if g != f {
 					dirs = append(dirs, g.Dir)
 				}
 			}
-			path := filepath.Join(dir, fmt.Sprintf("%s-r%d.json", strings.TrimSuffix(profileFile(c), ".json"), f.Run))
-			if err := env.BuildProfile(context.Background(), dirs, path); err != nil {
-				// k6 x regime profile refuses runs of another load (a
-				// closed model's throughput more than 20% apart): that
-				// run has no profile, said here, and is left out
-				fmt.Fprintf(os.Stderr, "live: -loo-profile: %s run %d left out: %v\n", c.Name, f.Run, err)
-				continue
+			paths[i] = filepath.Join(dir, fmt.Sprintf("%s-r%d.json", strings.TrimSuffix(profileFile(c), ".json"), f.Run))
+			if err := env.BuildProfile(context.Background(), dirs, paths[i]); err != nil {
+				var exit *exec.ExitError
+				if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+					return nil, nil, fmt.Errorf("%s run %d: %w", c.Name, f.Run, err)
+				}
+				fmt.Fprintf(os.Stderr, "live: -loo-profile: %s left out: the profile of its runs but %d was refused: %v\n", c.Name, f.Run, err)
+				refused = true
+				break
 			}
+		}
+		if refused {
+			continue
+		}
+		for i, f := range runs {
+			path := paths[i]
 			pcfg, err := harness.WithProfilePrior(cfg, path)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s run %d: %w", c.Name, f.Run, err)
-			}
-			if os.Getenv("LOO_W") == "consensus" && pcfg.PriorWarmup > 0 {
-				var rs []harness.RunSeries
-				for _, g := range runs {
-					if g != f {
-						rs = append(rs, harness.RunSeries{Run: len(rs), Series: outs[c.Name][g.Run].Series})
-					}
-				}
-				cn, _, err := harness.CaseReferences(rs)
-				if err == nil && cn != nil {
-					pcfg.PriorWarmup = detector.Duration(time.Duration(cn.WarmupEnd * float64(time.Second)))
-				}
 			}
 			pc := c.WithProfile(path)
 			g := *f
