@@ -84,8 +84,9 @@ type ProfileScope struct {
 	// settled envelope on the same side, in median or in tail, or every
 	// one lies beyond +-10% (tail +-25%) on the same side; the end is the
 	// block after the stretch of such blocks that starts within the first
-	// 3 blocks (gaps of up to 2 blocks: warm-ups come in stages; blocks
-	// where fewer than 3 runs have a value do not count). The envelope is
+	// 3 blocks with a value in 3 runs (gaps of up to 2 blocks: warm-ups
+	// come in stages; blocks where fewer than 3 runs have a value do not
+	// count). The envelope is
 	// the 2.5th-97.5th percentile of the runs' 3-block running medians
 	// relative to their levels, at least +-10% (tail +-25%), first over the
 	// runs' second halves, then over the blocks after the end found with
