@@ -128,7 +128,7 @@ func (sc *ProfileScope) Prior() Prior {
 	warmup := max(sc.WarmupEnd.Median, sc.WelchEndMs)
 	if sc.AgreedEndMs != nil {
 		// the later of what the runs agree on and their median settled
-		// boundary: replayed with profiles of 4 runs on 121 recorded runs,
+		// boundary: replayed with profiles of 4 runs on 120 recorded runs,
 		// the agreed end alone met the profile checks in 100 (87 before)
 		// but let more warm-up in (runs over 2% contaminated: 16, 14
 		// before); the later of the two met them in 91 with 12 such runs
