@@ -534,17 +534,7 @@ func welchEnd(runs [][]float64, wander Interval) float64 {
 		return 0
 	}
 	nb := len(runs[0])
-	rel := make([][]float64, len(runs))
-	for k, r := range runs {
-		level := median64(slices.Clone(r[len(r)/2:]))
-		rel[k] = make([]float64, len(r))
-		for b, v := range r {
-			rel[k][b] = math.NaN()
-			if v > 0 && level > 0 {
-				rel[k][b] = math.Log(v / level)
-			}
-		}
-	}
+	rel := relLogs(runs)
 	var curve []float64
 	for b := range nb {
 		var col []float64
@@ -799,21 +789,29 @@ func envelopeOf(rel [][]float64, from int, band float64) (float64, float64) {
 	return min(quantile64(v, agreeEnvelopeQ), lo), max(quantile64(v, 1-agreeEnvelopeQ), hi)
 }
 
-// relSmoothed returns each run's block values as logs relative to the
-// run's level (the median over its second half), smoothed by a running
-// median of 3 blocks (NaN where a run has no value).
-func relSmoothed(curves [][]float64) [][]float64 {
+// relLogs returns each run's block values as logs relative to the run's
+// level, the median over its second half (NaN where a run has no value).
+func relLogs(curves [][]float64) [][]float64 {
 	out := make([][]float64, len(curves))
 	for k, c := range curves {
 		level := median64(slices.Clone(c[len(c)/2:]))
-		rel := make([]float64, len(c))
+		out[k] = make([]float64, len(c))
 		for b, v := range c {
-			rel[b] = math.NaN()
+			out[k][b] = math.NaN()
 			if v > 0 && level > 0 {
-				rel[b] = math.Log(v / level)
+				out[k][b] = math.Log(v / level)
 			}
 		}
-		sm := make([]float64, len(c))
+	}
+	return out
+}
+
+// relSmoothed returns relLogs smoothed by a running median of 3 blocks
+// (over the neighbours with a value; NaN where a run has none).
+func relSmoothed(curves [][]float64) [][]float64 {
+	out := relLogs(curves)
+	for k, rel := range out {
+		sm := make([]float64, len(rel))
 		for b := range rel {
 			sm[b] = math.NaN()
 			if math.IsNaN(rel[b]) {

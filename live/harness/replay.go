@@ -191,13 +191,9 @@ func withRunPrior(cfg detector.Config, out *RunOutput) (detector.Config, error) 
 	if out.Run == nil || out.Run.Summary == nil || out.Run.Summary.Profile == nil {
 		return cfg, fmt.Errorf("replay: %s was run with a profile, but its summary.json names none", out.Dir)
 	}
-	p, err := results.LoadProfile(out.Run.Summary.Profile.Path)
+	c, err := WithProfilePrior(cfg, out.Run.Summary.Profile.Path)
 	if err != nil {
 		return cfg, fmt.Errorf("replay: %s: %w", out.Dir, err)
 	}
-	pr := p.Scope(scenarioName, "").Prior()
-	if !pr.Ok {
-		return cfg, nil
-	}
-	return pr.Apply(cfg), nil
+	return c, nil
 }
