@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -53,7 +54,8 @@ that lacks a figure (no settled steady state) is left out and named on
 stderr, unless --keep-missing; so is a run that did not complete, unless
 --keep-incomplete.
 Exit status: 0 written; 2 bad arguments, an unreadable folder, runs of
-different scripts (their scenarios named), or no run left to write.`
+different scripts (told apart by their scenarios, named: summary.json
+records no more of the script), or no run left to write.`
 
 func historyCommand(gs *state.GlobalState) *cobra.Command {
 	var out string
@@ -94,9 +96,11 @@ Writes --out (profile.json, schema 1) and --svg (default: --out with .svg):
 every run's curve faint, the average bold, the warm-up ends and the steady
 envelope shaded. Both are written whole or not at all.
 Refused, with the reason: fewer than 3 runs, runs of different scripts
-(their scenarios named), of another load (a scenario's iteration rate more
-than --rate-tolerance from the runs' median, named), runs that did not
-complete, folders without windows.csv or with thinned windows.
+(told apart by their scenarios, named: a script changed in other ways
+that keeps its scenarios and load is not told apart), of another load (a
+scenario's iteration rate more than --rate-tolerance from the runs'
+median, named), runs that did not complete, folders without windows.csv
+or with thinned windows.
 A run reads it with regime.configure(options, { profile: 'profile.json' })
 or K6_REGIME_PROFILE: its detectors take the warm-up end and steady level
 as a prior, and its settled figures are set against the profile's runs at
@@ -124,23 +128,36 @@ func profileCommand(gs *state.GlobalState) *cobra.Command {
 	return cmd
 }
 
+// rename is os.Rename; a unit test fails it to check writeFilesAtomic's undo.
+var rename = os.Rename
+
 // writeFilesAtomic writes every file to a temporary one beside it, then
-// renames them all into place: none is written half, and none is renamed
-// when one could not be written.
+// renames them all into place: none is written half, and none is left
+// written when another could not be: a file that was there before is moved
+// aside first and put back if a later rename fails. A path that is a folder
+// is refused before anything is written.
 func writeFilesAtomic(files map[string][]byte) error {
+	paths := make([]string, 0, len(files))
+	for path := range files {
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return fmt.Errorf("%s is a folder; give a file name", path)
+		}
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
 	tmps := map[string]string{}
 	defer func() {
 		for _, t := range tmps {
 			_ = os.Remove(t)
 		}
 	}()
-	for path, b := range files {
+	for _, path := range paths {
 		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 		if err != nil {
 			return err
 		}
 		tmps[path] = f.Name()
-		if _, err := f.Write(b); err != nil {
+		if _, err := f.Write(files[path]); err != nil {
 			_ = f.Close()
 			return err
 		}
@@ -151,11 +168,43 @@ func writeFilesAtomic(files map[string][]byte) error {
 			return err
 		}
 	}
-	for path, t := range tmps {
-		if err := os.Rename(t, path); err != nil {
+	// placed: the paths renamed into place so far, with where the file that
+	// was there before went ("" if there was none)
+	type placedFile struct{ path, old string }
+	var placed []placedFile
+	undo := func() {
+		for i := len(placed) - 1; i >= 0; i-- {
+			p := placed[i]
+			if p.old != "" {
+				_ = rename(p.old, p.path)
+			} else {
+				_ = os.Remove(p.path)
+			}
+		}
+	}
+	for _, path := range paths {
+		old := ""
+		if _, err := os.Lstat(path); err == nil {
+			old = tmps[path] + ".old"
+			if err := rename(path, old); err != nil {
+				undo()
+				return err
+			}
+		}
+		if err := rename(tmps[path], path); err != nil {
+			if old != "" {
+				_ = rename(old, path)
+			}
+			undo()
 			return err
 		}
 		delete(tmps, path)
+		placed = append(placed, placedFile{path, old})
+	}
+	for _, p := range placed {
+		if p.old != "" {
+			_ = os.Remove(p.old)
+		}
 	}
 	return nil
 }
@@ -374,8 +423,8 @@ TTSS against the p90 of their TTSS, steady p50 and p99 against the median of
 theirs, each line naming the figure, the profile's value and the run's, as a
 run with regime.configure's profile setting logs them at its end. --fail-on
 then takes ttss, p50 and p99 (relative to the profile's value, or absolute
-in ms); without it a figure fails beyond the largest one of the profile's
-own runs. A figure the run lacks fails.
+in ms); a figure without a budget fails beyond the largest one of the
+profile's own runs. A figure the run lacks fails.
 
 A base run that did not complete (interrupted, aborted, timed out) is refused
 unless --allow-incomplete-base is given.
