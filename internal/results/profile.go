@@ -93,8 +93,9 @@ type ProfileScope struct {
 	// it. An average is not enough: a settled server that switches between
 	// two levels 40% apart at random times moves the median curve of 5
 	// runs by 15% for tens of seconds without any run warming up there.
-	// Absent from profiles of older versions, and where no block has a
-	// value in 3 runs. (A k6 of an older version reading a profile with it
+	// Absent from profiles of older versions, from a scope with fewer
+	// than 4 blocks, and where no block has a value in 3 runs (the prior
+	// then takes WelchEndMs). (A k6 of an older version reading a profile with it
 	// ignores it and takes its own prior.)
 	AgreedEndMs *float64 `json:"agreed_end_ms,omitempty"`
 	// Level is the median over the runs of their steady level (the median

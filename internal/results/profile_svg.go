@@ -103,19 +103,24 @@ func (sc *ProfileScope) svgPanel(b *strings.Builder, p *Profile, W, H, L, R, T, 
 // their median, draws the end the runs agree on, and shades the steady
 // envelope after the median.
 func (sc *ProfileScope) svgWarmup(b *strings.Builder, f svgFrame, blockMs float64) {
+	T, H, B, W, R := f.T, f.H, f.B, f.W, f.R
+	agreed := func() {
+		if sc.AgreedEndMs != nil {
+			// the warm-up end the runs agree on, solid
+			xa := f.x(*sc.AgreedEndMs / blockMs)
+			fmt.Fprintf(b, `<line class="agreed-end" x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#a63603" stroke-width="1.5"/>`+"\n", xa, T, xa, H-B)
+		}
+	}
 	if sc.WarmupEnd.N == 0 {
+		// no run had a settled steady state: the agreed end alone
+		agreed()
 		return
 	}
-	T, H, B, W, R := f.T, f.H, f.B, f.W, f.R
 	x0, x1 := f.x(sc.WarmupEnd.Min/blockMs), f.x(sc.WarmupEnd.Max/blockMs)
 	fmt.Fprintf(b, `<rect class="warmup-spread" x="%.1f" y="%g" width="%.1f" height="%g" fill="#fde2c4"/>`+"\n", x0, T, math.Max(x1-x0, 1), H-T-B)
 	xm := f.x(sc.WarmupEnd.Median / blockMs)
 	fmt.Fprintf(b, `<line class="warmup-end" x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#e6550d" stroke-dasharray="4 3"/>`+"\n", xm, T, xm, H-B)
-	if sc.AgreedEndMs != nil {
-		// the warm-up end the runs agree on, solid
-		xa := f.x(*sc.AgreedEndMs / blockMs)
-		fmt.Fprintf(b, `<line class="agreed-end" x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#a63603" stroke-width="1.5"/>`+"\n", xa, T, xa, H-B)
-	}
+	agreed()
 	if sc.LevelMs > 0 {
 		y0, y1 := f.y(sc.LevelMs*(1+sc.Envelope.Median.Hi)), f.y(sc.LevelMs*(1+sc.Envelope.Median.Lo))
 		fmt.Fprintf(b, `<rect class="envelope" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#d9f0d3" fill-opacity="0.8"/>`+"\n",

@@ -58,6 +58,9 @@ func LoadProfile(path string) (*Profile, error) {
 				return nil, fmt.Errorf("profile: %s is damaged: scenario %s has a level or warm-up end of %v", path, sc.Scenario, v)
 			}
 		}
+		if a := sc.AgreedEndMs; a != nil && (math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0) {
+			return nil, fmt.Errorf("profile: %s is damaged: scenario %s has agreed_end_ms %v", path, sc.Scenario, *a)
+		}
 	}
 	return &p, nil
 }
@@ -99,9 +102,10 @@ const minPriorBand = 0.10
 
 // Prior is what a profile scope tells a detector: no steady state before
 // WarmupMs (the later of where the profile's runs agree their warm-up
-// ends, AgreedEndMs, and their median settled boundary; in a profile of an
-// older version, without AgreedEndMs, the later of that boundary and where
-// their averaged curve settles, WelchEndMs), and a level within
+// ends, AgreedEndMs, and their median settled boundary; without
+// AgreedEndMs (a profile of an older version, a scope too short or too
+// sparse for it), the later of that boundary and where their averaged
+// curve settles, WelchEndMs), and a level within
 // [LevelMs*(1+Low), LevelMs*(1+High)] is the steady state the runs settled
 // at (their levels' spread widened by how far steady blocks wander, at
 // least +-10%). Ok is false when the profile's runs had no settled steady
@@ -304,10 +308,10 @@ func (p *Profile) CheckRun(s *Summary) ([]ProfileCheck, error) {
 	return out, nil
 }
 
-// ProfileFailures judges a run's profile checks: against budgets on ttss,
-// p50 and p99 (relative to the profile's figure, or absolute in ms) when
-// given, else against the profile runs' own spread. A figure the run lacks
-// always fails. Budgets on other metrics are an error.
+// ProfileFailures judges a run's profile checks: a figure with a budget
+// (ttss, p50, p99; relative to the profile's figure, or absolute in ms)
+// against it, any other against the profile runs' own spread. A figure the
+// run lacks always fails. Budgets on other metrics are an error.
 func ProfileFailures(checks []ProfileCheck, budgets []Budget) ([]string, error) {
 	byFigure := map[string]Budget{}
 	for _, b := range budgets {
@@ -323,7 +327,7 @@ func ProfileFailures(checks []ProfileCheck, budgets []Budget) ([]string, error) 
 		switch b, ok := byFigure[c.Figure]; {
 		case c.RunMs == nil:
 			out = append(out, c.Text())
-		case len(budgets) == 0 && !c.Within():
+		case !ok && !c.Within():
 			out = append(out, c.Text())
 		case ok && b.Relative && *c.Ratio > 1+b.Value/100:
 			out = append(out, fmt.Sprintf("%s; over the budget %s", c.Text(), b))

@@ -64,6 +64,27 @@ func TestLoadProfileRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"load"}, back.Scenarios())
 	require.NoError(t, back.MatchScenarios([]string{"load"}))
+	// agreed_end_ms survives the file, and the prior read back is the same
+	sc, bsc := p.Scope("load", ""), back.Scope("load", "")
+	require.NotNil(t, bsc.AgreedEndMs)
+	require.Equal(t, *sc.AgreedEndMs, *bsc.AgreedEndMs)
+	require.Equal(t, sc.Prior(), bsc.Prior())
+	// a file without it (an older version's) reads as none: the averaged
+	// curve's end in the prior
+	var raw map[string]any
+	b, err := json.Marshal(p)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &raw))
+	delete(raw["scopes"].([]any)[0].(map[string]any), "agreed_end_ms")
+	old, err := LoadProfile(writeProfile(t, raw))
+	require.NoError(t, err)
+	require.Nil(t, old.Scope("load", "").AgreedEndMs)
+	require.Equal(t, max(sc.WarmupEnd.Median, sc.WelchEndMs), old.Scope("load", "").Prior().WarmupMs)
+	for _, v := range []any{-1000, "soon"} {
+		raw["scopes"].([]any)[0].(map[string]any)["agreed_end_ms"] = v
+		_, err = LoadProfile(writeProfile(t, raw))
+		require.ErrorContains(t, err, "is damaged", "agreed_end_ms %v", v)
+	}
 	require.ErrorContains(t, back.MatchScenarios([]string{"browse", "load"}),
 		"it was learnt from scenarios load, the script declares browse, load")
 }
@@ -135,6 +156,17 @@ func TestProfileChecks(t *testing.T) {
 	fails, err = ProfileFailures(checks, b)
 	require.NoError(t, err)
 	require.Empty(t, fails, "within budgets that allow it")
+	// a budget on one figure leaves the others judged by the runs' spread
+	b, err = ParseBudgets("p99=+10%")
+	require.NoError(t, err)
+	fails, err = ProfileFailures(checks, b)
+	require.NoError(t, err)
+	require.Len(t, fails, 2, "ttss and p50 beyond the profile's runs: %v", fails)
+	b, err = ParseBudgets("ttss=+1000,p50=+25%")
+	require.NoError(t, err)
+	fails, err = ProfileFailures(checks, b)
+	require.NoError(t, err)
+	require.Equal(t, []string{byFigure[CheckTTSS].Text() + "; over the budget ttss=+1000 ms"}, fails, "an absolute budget: 21 s > 11.6 s + 1 s")
 	b, err = ParseBudgets("p95=+10%")
 	require.NoError(t, err)
 	_, err = ProfileFailures(checks, b)
