@@ -90,6 +90,25 @@ func (rs *RunState) profileChecks(st *Scenario, now time.Time) ([]results.Profil
 	return checks, out
 }
 
+// profileLoad sets the scenario's iteration rate against the rate the
+// profile was learnt at: an error (logged as a warning) when the run is of
+// another load, whose checks compare unlike runs. Callers hold st.mu.
+func (rs *RunState) profileLoad(st *Scenario) error {
+	cfg := rs.cfg.Load()
+	if cfg == nil || cfg.Profile == nil || st.firstSeen.IsZero() {
+		return nil
+	}
+	span := st.lastSeen.Sub(st.firstSeen).Seconds()
+	if span <= 0 {
+		return nil
+	}
+	n := st.untagged
+	for _, rg := range st.tagged {
+		n += rg.count
+	}
+	return cfg.Profile.CheckLoad(st.name, float64(n)/span, results.ProfileRateTolerance)
+}
+
 // scopeSample is a sample with the scenario's tags (and the endpoint's).
 func (rs *RunState) scopeSample(m *metrics.Metric, st *Scenario, endpoint string, t time.Time, v float64) metrics.Sample {
 	s := rs.sample(m, st, t, v)

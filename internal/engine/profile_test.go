@@ -94,3 +94,23 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestProfileLoad: a run judged by a profile at another iteration rate than
+// the profile's runs is named (the run logs it as a warning at its end);
+// the same rate, a profile without rates, or no profile pass.
+func TestProfileLoad(t *testing.T) {
+	t.Parallel()
+	rs := NewRunState()
+	st := newScenario("load", ScenarioConfig{})
+	t0 := time.Unix(1_700_000_000, 0)
+	st.firstSeen, st.lastSeen = t0, t0.Add(10*time.Second)
+	st.tagged[0].count, st.tagged[2].count, st.untagged = 100, 2350, 50 // 250 iterations/s
+	require.NoError(t, rs.profileLoad(st), "no profile")
+	rs.cfg.Store(&Config{Profile: &results.Profile{RatesPerS: map[string]float64{"load": 100}}})
+	require.EqualError(t, rs.profileLoad(st), "profile: scenario load ran 250.0 iterations/s, the profile's runs 100.0 "+
+		"(more than 20% apart): another load; a profile judges runs of the script and load it was learnt from")
+	rs.cfg.Store(&Config{Profile: &results.Profile{RatesPerS: map[string]float64{"load": 240}}})
+	require.NoError(t, rs.profileLoad(st))
+	rs.cfg.Store(&Config{Profile: &results.Profile{}})
+	require.NoError(t, rs.profileLoad(st), "a profile of an older version, without rates")
+}

@@ -118,6 +118,24 @@ func TestProfileCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, strings.Count(string(svg), `class="run"`))
 
+	// compare --profile refuses a run of another load, naming the rates:
+	// the same windows with 2.5 times the iterations
+	fast := t.TempDir()
+	for _, name := range []string{results.SummaryFile, results.WindowsFile} {
+		b, err := os.ReadFile(filepath.Join(runs[0], name))
+		require.NoError(t, err)
+		if name == results.SummaryFile {
+			b = []byte(strings.Replace(string(b), `"iterations":3000`, `"iterations":7500`, 1))
+			require.Contains(t, string(b), `"iterations":7500`)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(fast, name), b, 0o600))
+	}
+	code, txt = runRegime(t, "compare", "--profile", out, fast)
+	require.Equal(t, 2, code, txt)
+	require.Contains(t, txt, "scenario load ran 250.0 iterations/s, the profile's runs 100.0 (more than 20% apart): another load")
+	code, txt = runRegime(t, "compare", "--profile", out, runs[0])
+	require.NotEqual(t, 2, code, "a run of the profile's load is judged: %s", txt)
+
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name string

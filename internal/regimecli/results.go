@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -88,7 +90,7 @@ curve settles, MSER's truncation point of it), the steady envelope
 (how far steady block medians and tails wander from their run's level, 5th
 to 95th percentile over the runs, and how far the runs' levels differ),
 and the distributions of TTSS, cold-start cost and settled steady p50 and
-p99. Warm-up repeats at the
+p99, and each scenario's iteration rate (the load it was learnt at). Warm-up repeats at the
 start of every run and the machine's waves do not, so the average shows
 the one and the envelope measures the other (Welch's procedure).
 
@@ -123,7 +125,7 @@ func profileCommand(gs *state.GlobalState) *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "write profile.json here (replaced whole)")
 	cmd.Flags().StringVar(&svg, "svg", "", "write the picture here (default: --out with .svg)")
 	cmd.Flags().StringVar(&o.LabelKey, "label-key", "commit", "summary.json extra key that labels a run")
-	cmd.Flags().Float64Var(&o.RateTolerance, "rate-tolerance", 0.2,
+	cmd.Flags().Float64Var(&o.RateTolerance, "rate-tolerance", results.ProfileRateTolerance,
 		"refuse runs whose scenario iteration rate is further than this from the runs' median (relative; 0: no check)")
 	return cmd
 }
@@ -133,9 +135,10 @@ var rename = os.Rename
 
 // writeFilesAtomic writes every file to a temporary one beside it, then
 // renames them all into place: none is written half, and none is left
-// written when another could not be: a file that was there before is moved
-// aside first and put back if a later rename fails. A path that is a folder
-// is refused before anything is written.
+// written when another could not be: a file that was there before keeps a
+// second link, put back if a later rename fails (the path is replaced in
+// one rename, never missing). A path that is a folder is refused before
+// anything is written.
 func writeFilesAtomic(files map[string][]byte) error {
 	paths := make([]string, 0, len(files))
 	for path := range files {
@@ -183,17 +186,19 @@ func writeFilesAtomic(files map[string][]byte) error {
 		}
 	}
 	for _, path := range paths {
+		// the file there before stays at its path (a second link to it is
+		// the copy to put back): a reader never finds the path missing
 		old := ""
 		if _, err := os.Lstat(path); err == nil {
 			old = tmps[path] + ".old"
-			if err := rename(path, old); err != nil {
+			if err := os.Link(path, old); err != nil {
 				undo()
-				return err
+				return fmt.Errorf("keeping %s to put it back if a later file fails: %w", path, err)
 			}
 		}
 		if err := rename(tmps[path], path); err != nil {
 			if old != "" {
-				_ = rename(old, path)
+				_ = os.Remove(old) // path still holds the file it held
 			}
 			undo()
 			return err
@@ -430,7 +435,8 @@ A base run that did not complete (interrupted, aborted, timed out) is refused
 unless --allow-incomplete-base is given.
 Exit status: 0 no budget failed; 1 a budget was exceeded or could not be
 judged (each reason printed); 2 bad flags or arguments, an unreadable or
-invalid folder or profile, or a refused base.`
+invalid folder or profile, a refused base, or (--profile) a run of another
+load (a scenario's iteration rate more than 20% from the profile's).`
 
 func compareCommand(gs *state.GlobalState) *cobra.Command {
 	var failOn, profile string
@@ -478,6 +484,20 @@ func compareProfile(gs *state.GlobalState, path, dir string, budgets []results.B
 	checks, err := p.CheckRun(s)
 	if err != nil {
 		return troubleError(fmt.Errorf("compare: %s: %w", dir, err))
+	}
+	// the run's load against the profile's (windows.csv gives the span)
+	w, err := results.ReadWindows(dir)
+	if err != nil {
+		return troubleError(fmt.Errorf("compare: %w", err))
+	}
+	if len(p.RatesPerS) > 0 && len(w) == 0 {
+		fmt.Fprintf(gs.Stderr, "compare: %s has no windows.csv: its load is not checked against the profile's\n", dir)
+	}
+	rates := results.ScenarioRates(s, w)
+	for _, name := range slices.Sorted(maps.Keys(rates)) {
+		if err := p.CheckLoad(name, rates[name], results.ProfileRateTolerance); err != nil {
+			return troubleError(fmt.Errorf("compare: %s: %w", dir, err))
+		}
 	}
 	failures, err := results.ProfileFailures(checks, budgets)
 	if err != nil {

@@ -37,8 +37,14 @@ type Profile struct {
 	Runs    []ProfileRun `json:"runs"`
 	// BlockMs is the width of a block: 1 s, doubled as long as a run
 	// would have more than 300.
-	BlockMs float64         `json:"block_ms"`
-	Scopes  []*ProfileScope `json:"scopes"`
+	BlockMs float64 `json:"block_ms"`
+	// RatesPerS is each scenario's iteration rate (per second), the median
+	// over the runs (a run's: its iterations over the span of its windows):
+	// the load the profile was learnt at. A run judged by the profile at
+	// another rate is refused (compare --profile) or warned of (k6 run);
+	// absent from profiles of older versions.
+	RatesPerS map[string]float64 `json:"rates_per_s,omitempty"`
+	Scopes    []*ProfileScope    `json:"scopes"`
 }
 
 // ProfileRun names a run the profile was learnt from.
@@ -164,6 +170,12 @@ func ReadWindows(dir string) ([]WindowRow, error) {
 	return readWindows(filepath.Join(dir, WindowsFile))
 }
 
+// ProfileRateTolerance is how far (relative) a scenario's iteration rate
+// may lie from the profile runs' before a run counts as another load: the
+// default of profile's --rate-tolerance, and what compare --profile and a
+// k6 run judged by a profile use.
+const ProfileRateTolerance = 0.2
+
 // ProfileOptions set how runs are accepted.
 type ProfileOptions struct {
 	// LabelKey as in HistoryOptions.
@@ -198,10 +210,12 @@ func BuildProfile(in []ProfileInput, o ProfileOptions) (*Profile, error) {
 		p.Runs = append(p.Runs, ProfileRun{RunID: sums[i].RunID, Dir: dirs[i], Started: sums[i].Started, Label: runLabel(sums[i], o.LabelKey)})
 	}
 	wins, origin := profileWindows(in, order)
-	if o.RateTolerance > 0 {
-		if err := checkProfileRates(sums, dirs, order, wins, origin, o.RateTolerance); err != nil {
-			return nil, err
-		}
+	rates, err := profileRates(in, dirs, order, o.RateTolerance)
+	if err != nil {
+		return nil, err
+	}
+	if len(rates) > 0 {
+		p.RatesPerS = rates
 	}
 	// the block width: 1 s, doubled while the longest scope needs more blocks
 	longest := 0.0
@@ -280,34 +294,75 @@ func profileWindows(in []ProfileInput, order []int) (map[scopeKey][][]WindowRow,
 	return wins, origin
 }
 
-// checkProfileRates refuses a run whose scenario ran at another iteration
-// rate than the runs' median (by more than tolerance, relative): another
-// load. A scenario's rate is its iterations over the span of its windows
-// (first start to last end, any endpoint).
-func checkProfileRates(sums []*Summary, dirs []string, order []int, wins map[scopeKey][][]WindowRow,
-	origin []map[string]float64, tolerance float64) error {
-	for _, name := range slices.Sorted(maps.Keys(sums[0].Scenarios)) {
-		rates := make([]float64, len(order))
-		for k, i := range order {
-			last := 0.0
-			for key, byRun := range wins {
-				if key.scenario == name {
-					for _, w := range byRun[k] {
-						last = max(last, w.LastMs)
-					}
-				}
-			}
-			if span := last - origin[k][name]; span > 0 {
-				rates[k] = float64(sums[i].Scenarios[name].Iterations) / span * 1000
+// ScenarioRates returns each scenario's iteration rate (per second) in one
+// run: its iterations over the span of its windows (first start to last
+// end, any endpoint); a scenario without windows has none.
+func ScenarioRates(s *Summary, windows []WindowRow) map[string]float64 {
+	first, last := map[string]float64{}, map[string]float64{}
+	for _, w := range windows {
+		if _, ok := s.Scenarios[w.Scenario]; !ok {
+			continue
+		}
+		if f, ok := first[w.Scenario]; !ok || w.FirstMs < f {
+			first[w.Scenario] = w.FirstMs
+		}
+		last[w.Scenario] = max(last[w.Scenario], w.LastMs)
+	}
+	out := map[string]float64{}
+	for name, f := range first {
+		if span := last[name] - f; span > 0 {
+			out[name] = float64(s.Scenarios[name].Iterations) / span * 1000
+		}
+	}
+	return out
+}
+
+// profileRates returns the runs' median iteration rate per scenario, and
+// refuses (tolerance > 0) a run whose scenario ran at another rate than
+// that median (by more than tolerance, relative): another load.
+func profileRates(in []ProfileInput, dirs []string, order []int, tolerance float64) (map[string]float64, error) {
+	rates := make([]map[string]float64, len(order))
+	for k, i := range order {
+		rates[k] = ScenarioRates(in[i].Summary, in[i].Windows)
+	}
+	out := map[string]float64{}
+	for _, name := range slices.Sorted(maps.Keys(in[order[0]].Summary.Scenarios)) {
+		var rs []float64
+		for k := range order {
+			if r, ok := rates[k][name]; ok {
+				rs = append(rs, r)
 			}
 		}
-		med := median64(slices.Clone(rates))
+		if len(rs) == 0 {
+			continue
+		}
+		med := median64(slices.Clone(rs))
+		out[name] = med
+		if tolerance <= 0 || med <= 0 {
+			continue
+		}
 		for k, i := range order {
-			if med > 0 && rates[k] > 0 && math.Abs(rates[k]/med-1) > tolerance {
-				return fmt.Errorf("profile: %s: scenario %s ran %.1f iterations/s where the runs' median is %.1f (more than %.0f%% apart): another load; a profile is learnt from runs of one script and load (--rate-tolerance)",
-					dirs[i], name, rates[k], med, tolerance*100)
+			if r, ok := rates[k][name]; ok && r > 0 && math.Abs(r/med-1) > tolerance {
+				return nil, fmt.Errorf("profile: %s: scenario %s ran %.1f iterations/s where the runs' median is %.1f (more than %.0f%% apart): another load; a profile is learnt from runs of one script and load (--rate-tolerance)",
+					dirs[i], name, r, med, tolerance*100)
 			}
 		}
+	}
+	return out, nil
+}
+
+// CheckLoad refuses a run of a scenario whose iteration rate differs from
+// the profile runs' by more than tolerance (relative): the profile judges
+// runs of the load it was learnt from. A profile without rates (an older
+// version's), a scenario it has no rate of, or rate 0 (unknown) pass.
+func (p *Profile) CheckLoad(scenario string, rate, tolerance float64) error {
+	want, ok := p.RatesPerS[scenario]
+	if !ok || want <= 0 || rate <= 0 || tolerance <= 0 {
+		return nil
+	}
+	if math.Abs(rate/want-1) > tolerance {
+		return fmt.Errorf("profile: scenario %s ran %.1f iterations/s, the profile's runs %.1f (more than %.0f%% apart): another load; "+
+			"a profile judges runs of the script and load it was learnt from", scenario, rate, want, tolerance*100)
 	}
 	return nil
 }
@@ -604,6 +659,9 @@ func (p *Profile) Rounded() *Profile {
 		if d != nil {
 			r(&d.Min, &d.Median, &d.P90, &d.Max)
 		}
+	}
+	for name, v := range p.RatesPerS {
+		p.RatesPerS[name] = round4(v)
 	}
 	for _, sc := range p.Scopes {
 		for i := range sc.Median {

@@ -50,6 +50,15 @@ func TestBuildProfile(t *testing.T) {
 	p, err := BuildProfile(in, ProfileOptions{RateTolerance: 0.2})
 	require.NoError(t, err)
 	require.Len(t, p.Runs, 5)
+	// the load it was learnt at: 6,000 iterations over 60 s of windows
+	require.InDelta(t, 100, p.RatesPerS["load"], 0.1)
+	require.NoError(t, p.CheckLoad("load", 110, ProfileRateTolerance))
+	require.EqualError(t, p.CheckLoad("load", 40, ProfileRateTolerance),
+		"profile: scenario load ran 40.0 iterations/s, the profile's runs 100.0 (more than 20% apart): another load; "+
+			"a profile judges runs of the script and load it was learnt from")
+	require.NoError(t, p.CheckLoad("other", 40, ProfileRateTolerance), "a scenario the profile has no rate of")
+	require.NoError(t, (&Profile{}).CheckLoad("load", 40, ProfileRateTolerance), "a profile of an older version, without rates")
+	require.InDelta(t, 100, ScenarioRates(in[0].Summary, in[0].Windows)["load"], 0.1)
 	require.Len(t, p.Scopes, 1)
 	sc := p.Scopes[0]
 	require.Len(t, sc.Median, 60)
