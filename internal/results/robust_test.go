@@ -131,6 +131,7 @@ func TestCompareNeverPassesOnMissingData(t *testing.T) {
 			tc.cand(x)
 			bud := budgets
 			if tc.budgets != "" {
+				var err error // the subtests run in parallel: not the outer err
 				bud, err = ParseBudgets(tc.budgets)
 				require.NoError(t, err)
 			}
