@@ -640,6 +640,10 @@ func (rs *RunState) testEnd() {
 	rs.pending.Store(true)
 	rs.flushPending(*out)
 	now := time.Now()
+	// a run cut short (a signal, a threshold's abortOnFail, test.abort())
+	// is settled on what it saw: marked partial here already, so that
+	// summary(), textSummary() and the log line say so before saveResults
+	partial := rs.end.cutShort()
 	for _, name := range rs.knownScenarios() {
 		st := rs.Scenario(name)
 		st.mu.Lock()
@@ -653,15 +657,19 @@ func (rs *RunState) testEnd() {
 			v = 1
 		}
 		s := rs.sample(rs.m.steady, st, now, v)
-		st.settled = st.settledView(false)
+		st.settled = st.settledView(partial)
 		settled := rs.settledSamples(st, st.settled, now)
 		line := settledLine(name, st.settled)
 		checks, checkSamples := rs.profileChecks(st, now)
+		loadErr := rs.profileLoad(st)
 		st.mu.Unlock()
 		*out <- metrics.Samples{s}
 		*out <- settled
 		*out <- checkSamples
 		rs.logger.Info(line)
+		if loadErr != nil {
+			rs.logger.Warn("regime: " + loadErr.Error())
+		}
 		for _, c := range checks {
 			if c.Within() {
 				rs.logger.Info("regime: profile: " + c.Text())

@@ -183,6 +183,23 @@ func (e *runEnd) current() *results.RunEnd {
 	return decideEnd(f)
 }
 
+// cutShort says whether the test was stopped before its end (a signal, or
+// k6's execution interrupted: abortOnFail, test.abort(), an error), from
+// the signals and the execution status only: at k6's TestEnd the metrics
+// engine may still be evaluating thresholds, so their state is not read
+// (current reads it, after the test).
+func (e *runEnd) cutShort() bool {
+	e.mu.Lock()
+	e.noteSignals()
+	sig := e.signal
+	e.mu.Unlock()
+	if sig != "" {
+		return true
+	}
+	es := e.exec.Load()
+	return es != nil && es.GetCurrentExecutionStatus() == lib.ExecutionStatusInterrupted
+}
+
 // abortingThresholds lists the thresholds with abortOnFail whose last
 // evaluation failed ("metric: expression"), sorted.
 func (e *runEnd) abortingThresholds() []string {

@@ -225,3 +225,17 @@ func TestScriptAbortedMarkSurvivesExit(t *testing.T) {
 	require.Contains(t, s.End.Detail, "marked aborted by the script")
 	require.Equal(t, 0, *s.End.ExitCode)
 }
+
+// TestCutShort: at TestEnd a run is cut short after a signal, not without
+// one (no execution state: a run whose end is not known to be early).
+func TestCutShort(t *testing.T) {
+	t.Parallel()
+	rs := NewRunState()
+	var ch chan<- os.Signal
+	rs.end.notify = func(c chan<- os.Signal, _ ...os.Signal) { ch = c }
+	rs.end.stop = func(chan<- os.Signal) {}
+	rs.end.testStart()
+	require.False(t, rs.end.cutShort())
+	ch <- syscall.SIGTERM
+	require.True(t, rs.end.cutShort())
+}

@@ -277,6 +277,9 @@ func (rs *RunState) settledSamples(st *Scenario, v *results.Settled, now time.Ti
 
 // settledLine is the settled view of a scenario in one log line.
 func settledLine(name string, v *results.Settled) string {
+	if v.Partial {
+		name += " (partial: the run was cut short)"
+	}
 	if !v.Steady {
 		return fmt.Sprintf("regime: settled view of %s: no steady state (%s)", name, v.Reason)
 	}

@@ -34,6 +34,9 @@ const budgets = { 'http_req_duration{endpoint:item}': ['p(95)<20'], 'http_req_fa
 options.thresholds = Object.assign(
   settled(budgets, { scenarios: options.scenarios, scenarioNames: ['load'], ttss: 15000 }),
   { 'http_req_duration{endpoint:item}': ['p(95)<20'] },
+  // so that handleSummary sees the scenario's gauges (the test compares
+  // them with summary())
+  Object.fromEntries(['p50', 'p90', 'p95', 'p99', 'max'].map((q) => ['regime_settled_' + q + '{scenario:load}', ['value>0']])),
 );
 regime.configure(options, { scope: 'endpoint', input: 'request' });
 
@@ -46,9 +49,13 @@ export function handleSummary(data) {
   for (const [name, m] of Object.entries(data.metrics)) {
     for (const [expr, t] of Object.entries(m.thresholds || {})) verdicts[name + ' ' + expr] = t.ok;
   }
+  // the settled gauges' values, as k6 judged them
+  const gauges = Object.fromEntries(Object.entries(data.metrics)
+    .filter(([name]) => name.startsWith('regime_settled_')).map(([name, m]) => [name, m.values]));
   return {
     'verdicts.json': JSON.stringify(verdicts),
     'regime.json': JSON.stringify(regime.summary()),
+    'gauges.json': JSON.stringify(gauges),
   };
 }
 `
@@ -127,6 +134,19 @@ func TestSettledThresholds(t *testing.T) {
 	// k6's own time, whose p99 reached 10.1 ms once on 2 cores under -race
 	// (a CI mimic, 2026-11-27): half-way between the two is the bound.
 	require.Less(t, st.Stats.P99Ms, 20.0, "no 40 ms request in the settled steady state")
+	// each gauge holds the figure of summary()'s settled view
+	b, err := os.ReadFile(filepath.Join(res.Dir, "gauges.json"))
+	require.NoError(t, err)
+	var gauges map[string]map[string]float64
+	require.NoError(t, json.Unmarshal(b, &gauges))
+	for q, want := range map[string]float64{"p50": st.Stats.P50Ms, "p90": st.Stats.P90Ms, "p95": st.Stats.P95Ms, "p99": st.Stats.P99Ms, "max": st.Stats.MaxMs} {
+		g, ok := gauges["regime_settled_"+q+"{scenario:load}"]
+		require.True(t, ok, "no gauge regime_settled_%s{scenario:load} in %s", q, b)
+		require.InDelta(t, want, g["value"], 1e-9*want, "regime_settled_%s", q)
+	}
+	require.Less(t, st.Stats.P50Ms, st.Stats.P90Ms)
+	require.LessOrEqual(t, st.Stats.P90Ms, st.Stats.P95Ms)
+	require.LessOrEqual(t, st.Stats.P99Ms, st.Stats.MaxMs)
 }
 
 // TestSettledNeverSettling: latency that grows for good has no settled
@@ -144,7 +164,9 @@ func TestSettledNeverSettling(t *testing.T) {
 }
 
 // TestSettledPartialOnInterrupt: a run stopped by SIGINT still writes the
-// settled view of what it saw, marked partial, in summary.json.
+// settled view of what it saw, marked partial, in summary.json, and marks it
+// partial already at k6's TestEnd: in summary() (called in handleSummary,
+// before saveResults) and in the log line.
 func TestSettledPartialOnInterrupt(t *testing.T) {
 	srv := clockServer(t, 3*time.Second, 20*time.Millisecond, 3*time.Millisecond, 0)
 	dir := t.TempDir()
@@ -154,7 +176,11 @@ import regime from 'k6/x/regime';
 export const options = { scenarios: { load: { executor: 'constant-arrival-rate', rate: 100, timeUnit: '1s', duration: '60s', preAllocatedVUs: 20, maxVUs: 50 } } };
 regime.configure(options, {});
 export default function () { http.get(__ENV.BASE_URL + '/item'); }
-export function handleSummary() { regime.saveResults({ dir: 'out' }); return {}; }
+export function handleSummary() {
+  const before = JSON.stringify(regime.summary());
+  regime.saveResults({ dir: 'out', files: { 'summary-before-save.json': before } });
+  return {};
+}
 `
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "script.js"), []byte(script), 0o600))
 	cmd := exec.Command(k6Binary(t), "run", "--no-usage-report", "--quiet", "script.js")
@@ -192,6 +218,20 @@ export function handleSummary() { regime.saveResults({ dir: 'out' }); return {};
 	require.NotNil(t, v, "summary.json: %s", b)
 	require.True(t, v.Partial, "summary.json: %s", b)
 	require.GreaterOrEqual(t, v.Blocks, 10, "15 s of 1-s blocks judged")
+
+	b, err = os.ReadFile(filepath.Join(filepath.Dir(found[0]), "summary-before-save.json"))
+	require.NoError(t, err)
+	var js struct {
+		Scenarios map[string]struct {
+			Settled *struct {
+				Partial bool `json:"partial"`
+			} `json:"settled"`
+		} `json:"scenarios"`
+	}
+	require.NoError(t, json.Unmarshal(b, &js))
+	require.NotNil(t, js.Scenarios["load"].Settled, "summary(): %s", b)
+	require.True(t, js.Scenarios["load"].Settled.Partial, "summary() before saveResults: %s", b)
+	require.Contains(t, stderr.String(), "settled view of load (partial: the run was cut short)")
 }
 
 type settledSummary struct {
@@ -200,7 +240,11 @@ type settledSummary struct {
 			Steady bool     `json:"steady"`
 			TTSSMs *float64 `json:"ttss_ms"`
 			Stats  *struct {
+				P50Ms float64 `json:"p50_ms"`
+				P90Ms float64 `json:"p90_ms"`
+				P95Ms float64 `json:"p95_ms"`
 				P99Ms float64 `json:"p99_ms"`
+				MaxMs float64 `json:"max_ms"`
 			} `json:"stats"`
 		} `json:"settled"`
 	} `json:"scenarios"`
