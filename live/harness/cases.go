@@ -183,6 +183,20 @@ func ShortCases() []Case {
 	}
 }
 
+// KnownCases is every case of every group (all, held-out, long, short),
+// each once.
+func KnownCases() []Case {
+	var out []Case
+	seen := map[string]bool{}
+	for _, c := range append(append(append(AllCases(), HeldOutCases()...), LongCases()...), ShortCases()...) {
+		if !seen[c.Name] {
+			seen[c.Name] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // SelectCases picks cases by name (comma-separated, or a group: "all",
 // "short", "heldout", "long"); an
 // unknown name is an error listing the valid ones.
@@ -199,7 +213,7 @@ func SelectCases(spec string) ([]Case, error) {
 	}
 	byName := map[string]Case{}
 	var names []string
-	for _, c := range append(append(append(AllCases(), HeldOutCases()...), LongCases()...), ShortCases()...) {
+	for _, c := range KnownCases() {
 		byName[c.Name] = c
 		names = append(names, c.Name)
 	}
@@ -233,7 +247,11 @@ func (e *Env) RunCase(ctx context.Context, c Case, run int, outDir string) (*Fig
 	testid := fmt.Sprintf("%s-r%d", strings.NewReplacer("/", "-", "+", "_").Replace(c.Name), run)
 	out, err := e.runK6(ctx, c, svc.addr, outDir, testid)
 	stopNeighbour()
+	died := svc.exited()
 	svc.stop()
+	if died != nil {
+		return nil, nil, fmt.Errorf("%s run %d: %s: %w", c.Name, run, c.Service.Name, died)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s run %d: %w", c.Name, run, err)
 	}

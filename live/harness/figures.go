@@ -47,12 +47,23 @@ type Figures struct {
 	SettledClass  string  `json:"settled_class"`
 	SettledSource string  `json:"settled_source"`
 
+	// FailedChecks is the share of the run's responses that failed k6's
+	// check (status 200, or 2xx on the demo); nil for runs recorded before
+	// it was kept. Beyond MaxFailedChecks the run fails a check: latencies
+	// of errors are no service's latency.
+	FailedChecks *float64 `json:"failed_checks,omitempty"`
+
 	// StepViolations (step cases): steady-tagged iterations that started
 	// before the service's latency dropped.
 	StepViolations int `json:"step_violations,omitempty"`
 
 	Checks []Check `json:"checks"`
 	Dir    string  `json:"dir"`
+	// Replayed: the tags judged are not the run's own but a replay's
+	// (live -replay: "replay"; -loo-profile: "loo-profile" and the
+	// profile's path); Dir is still the recorded run's. Empty for a run's
+	// own tags.
+	Replayed string `json:"replayed,omitempty"`
 }
 
 // Quality compares a set of iterations called steady with the reference.
@@ -98,6 +109,9 @@ const (
 	MinCoverage       = 0.80
 	MaxP99Distortion  = 0.10
 	MaxWarmupRelapses = 1
+	// the share of responses that may fail k6's check (the demo on
+	// PostgreSQL failed up to 3.7% in b34, 2026-11-27; no other case any)
+	MaxFailedChecks = 0.05
 	// with a profile of 5 earlier runs (issue: warm-up profiles)
 	ProfileMinCoverage      = 0.95
 	ProfileMaxP50Distortion = 0.03
@@ -208,7 +222,7 @@ func JudgeVariants(variants []Case, outs []map[int]*RunOutput) (*Consensus, [][]
 
 // JudgeWith computes the figures of one run of a case against ref.
 func JudgeWith(c Case, run int, out *RunOutput, ref Reference) *Figures {
-	f := &Figures{Case: c.Name, Run: run, ExitCode: out.ExitCode, Dir: out.Dir, Iterations: len(out.Series)}
+	f := &Figures{Case: c.Name, Run: run, ExitCode: out.ExitCode, Dir: out.Dir, Iterations: len(out.Series), FailedChecks: out.FailedChecks}
 	it := out.Series
 	for _, x := range it {
 		f.Duration = max(f.Duration, x.Start)
@@ -371,6 +385,9 @@ func checks(c Case, f *Figures) []Check {
 	var out []Check
 	add := func(name string, ok bool, got string) { out = append(out, Check{Name: name, OK: ok, Got: got}) }
 	add("consistent gate", len(f.Inconsistencies) == 0, strings.Join(f.Inconsistencies, "; "))
+	if f.FailedChecks != nil {
+		add(fmt.Sprintf("failed checks <= %g%%", 100*MaxFailedChecks), *f.FailedChecks <= MaxFailedChecks, fmtPct(f.FailedChecks))
+	}
 	// a warm-up service, with a profile or without: judged only where the
 	// reference finds steady state over half the run; then the gate right
 	// and at most MaxWarmupRelapses relapses

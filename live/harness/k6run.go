@@ -58,6 +58,9 @@ type RunOutput struct {
 	// SteadyGate is the value of the regime_steady Rate for the scenario
 	// (nil when k6 reported none).
 	SteadyGate *float64
+	// FailedChecks is the share of k6's checks (the script checks every
+	// response's status) that failed; nil when k6 reported no checks.
+	FailedChecks *float64
 	// Series is the scenario's iterations in arrival order, exact.
 	Series []Iteration
 }
@@ -178,7 +181,7 @@ func (out *RunOutput) load() error {
 		ms := float64(p.Med)
 		out.Series[i] = Iteration{Start: (p.EndMs - ms - first) / 1000, Ms: ms, Regime: regimeOf(p.Regime)}
 	}
-	out.SteadyGate, err = readSteadyGate(out.Dir)
+	out.SteadyGate, out.FailedChecks, err = readK6Metrics(out.Dir)
 	return err
 }
 
@@ -189,28 +192,31 @@ func regimeOf(r uint8) string {
 	return "untagged"
 }
 
-// readSteadyGate reads regime_steady{scenario:live} from k6's end-of-test
-// metrics (k6-metrics.json, written by the script).
-func readSteadyGate(dir string) (*float64, error) {
+// readK6Metrics reads from k6's end-of-test metrics (k6-metrics.json,
+// written by the script) regime_steady{scenario:live} and the share of
+// failed checks; nil for either that k6 did not report.
+func readK6Metrics(dir string) (steadyGate, failedChecks *float64, err error) {
 	b, err := os.ReadFile(filepath.Join(dir, "k6-metrics.json"))
 	if err != nil {
-		return nil, fmt.Errorf("k6's metrics: %w", err)
+		return nil, nil, fmt.Errorf("k6's metrics: %w", err)
 	}
 	var m map[string]struct {
 		Values map[string]float64 `json:"values"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "k6-metrics.json"), err)
+		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "k6-metrics.json"), err)
 	}
-	v, ok := m["regime_steady{scenario:"+scenarioName+"}"]
-	if !ok {
-		return nil, nil
+	if v, ok := m["regime_steady{scenario:"+scenarioName+"}"]; ok {
+		if r, ok := v.Values["rate"]; ok {
+			steadyGate = &r
+		}
 	}
-	r, ok := v.Values["rate"]
-	if !ok {
-		return nil, nil
+	if v, ok := m["checks"]; ok {
+		if n := v.Values["passes"] + v.Values["fails"]; n > 0 {
+			failedChecks = ptr(v.Values["fails"] / n)
+		}
 	}
-	return &r, nil
+	return steadyGate, failedChecks, nil
 }
 
 // verdictLines returns k6's log lines about the steady gate of the scenario.

@@ -7,8 +7,16 @@ import (
 )
 
 // The offline reference: what a careful engineer decides with the whole run
-// in hand. It shares no code and no parameter with the online detector
-// (package detector): it reads the recorded series after the run.
+// in hand. It shares no code with the online detector (package detector),
+// and its parameters are its own constants (below), read nowhere else; it
+// reads the recorded series after the run. Some have the values of the
+// service preset's (1-s blocks, a 25% level band, a factor 2 on the tail,
+// a 3-block running median) because both were set from the same
+// measurement of this machine's wander (the paragraph below); the method
+// (MSER, a walk back from its point, Mann-Kendall) is not the detector's.
+// This single-run reference judges a case with fewer than
+// ConsensusMinRuns runs (the short form in make test); with more, each
+// run is judged against the consensus of the case's runs (consensus.go).
 //
 //  1. Blocks of RefBlock (1 s) by iteration start time; each block's median
 //     (robust to the heavy tails of request latency), on a log scale so that

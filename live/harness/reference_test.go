@@ -1,11 +1,17 @@
 package harness
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
 // synth returns an open-model series: rate iterations per second for secs
@@ -151,4 +157,49 @@ func TestTextRow(t *testing.T) {
 	require.EqualValues(t, 2, rel)
 	_, _, err = textRow("no table here")
 	require.Error(t, err)
+}
+
+// TestConsistency: the run's accounts of the steady gate that agree give
+// no inconsistency; each that disagrees is named.
+func TestConsistency(t *testing.T) {
+	t.Parallel()
+	row := func(gate string, relapses int) string {
+		return "  scenario         class            steady-state     cold  warmup   steady relapses\n" +
+			fmt.Sprintf("  live             flat             %-16s   24   29977  1000 %d\n", gate, relapses)
+	}
+	mk := func(t *testing.T, exit int, gate float64, jsSteady bool, jsRelapses int, text string) *RunOutput {
+		dir := t.TempDir()
+		js := fmt.Sprintf(`{"scenarios": {"live": {"steady": %v, "relapses": %d}}}`, jsSteady, jsRelapses)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "regime-summary.json"), []byte(js), 0o600))
+		return &RunOutput{ExitCode: exit, SteadyGate: &gate, Dir: dir, Stdout: text}
+	}
+	held := &results.Scenario{Steady: true, Relapses: 0}
+	require.Empty(t, consistency(mk(t, 0, 1, true, 0, row("held", 0)), held, false, false))
+	notHeld := &results.Scenario{Steady: false, Relapses: 1}
+	require.Empty(t, consistency(mk(t, 99, 0, false, 1, row("not-held", 1)), notHeld, false, true))
+
+	for _, tc := range []struct {
+		name string
+		out  *RunOutput
+		sc   *results.Scenario
+		want string
+	}{
+		{"exit 0, summary.json not steady", mk(t, 0, 1, false, 0, row("held", 0)), &results.Scenario{Steady: false}, "exit code 0 but summary.json steady=false"},
+		{"metric", mk(t, 0, 0, true, 0, row("held", 0)), held, "exit code 0 but regime_steady rate 0"},
+		{"summary()", mk(t, 0, 1, false, 0, row("held", 0)), held, "summary() steady=false but summary.json steady=true"},
+		{"summary() relapses", mk(t, 0, 1, true, 55, row("held", 0)), held, "summary() relapses=55 but summary.json 0"},
+		{"text gate", mk(t, 0, 1, true, 0, row("not-held", 0)), held, `exit code 0 but the text summary says "not-held"`},
+		{"text relapses", mk(t, 0, 1, true, 0, row("held", 3)), held, "text summary relapses=3 but summary.json 0"},
+		{"no text row", mk(t, 0, 1, true, 0, "no table"), held, "text summary: no row for scenario live"},
+	} {
+		bad := consistency(tc.out, tc.sc, false, false)
+		require.NotEmpty(t, bad, tc.name)
+		require.Contains(t, strings.Join(bad, "; "), tc.want, tc.name)
+	}
+	// a failed gate without its log line, and a held one with it
+	bad := consistency(mk(t, 99, 0, false, 1, row("not-held", 1)), notHeld, false, false)
+	require.Contains(t, strings.Join(bad, "; "), "exit code 99 without a 'never reached' or 'not held' log line")
+	bad = consistency(mk(t, 0, 1, true, 0, row("held", 0)), held, true, false)
+	require.Contains(t, strings.Join(bad, "; "), "exit code 0 with a failed-gate log line")
+	require.Equal(t, []string{"summary.json has no scenario live"}, consistency(mk(t, 0, 1, true, 0, row("held", 0)), nil, false, false))
 }

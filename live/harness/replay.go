@@ -142,6 +142,7 @@ func ReplayFiguresWith(c Case, f *Figures, out *RunOutput, cfg detector.Config, 
 		return nil, err
 	}
 	g := *f
+	g.Replayed = "replay"
 	g.Online = ReplayQuality(out.Series, f.Ref, rp)
 	g.Relapses = int64(rp.Relapses)
 	g.DeclaredAfter, g.TTSS = rp.DeclaredAfter, rp.TTSS

@@ -255,11 +255,25 @@ func (r *running) stop() {
 			case <-r.done:
 			case <-time.After(10 * time.Second):
 				_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-				<-r.done
+				select {
+				case <-r.done:
+				case <-time.After(10 * time.Second): // a process that outlives SIGKILL: leave it to the OS
+				}
 			}
 		}
 	}
 	r.stopPG()
+}
+
+// exited returns an error when the service's process ended before the
+// harness stopped it (a crash during the run), with its output.
+func (r *running) exited() error {
+	select {
+	case <-r.done:
+		return fmt.Errorf("service exited during the run (%v); its output:\n%s", r.err, tail(r.log.String(), 2000))
+	default:
+		return nil
+	}
 }
 
 func (r *running) stopPG() {

@@ -116,8 +116,10 @@ func largestMagnitude(v []float64) float64 {
 	return w
 }
 
-// WriteTable writes the README's tag-quality table: per case the median and
-// worst run of each figure, online beside the schedule-cut baseline.
+// WriteTable writes the tag-quality table (the README's is abridged from
+// it): per case the median and worst run of each figure, online beside the
+// schedule-cut baseline, and the runs that met every check of their case,
+// online and settled.
 func WriteTable(w io.Writer, sums []*Summary) {
 	fmt.Fprintln(w, "| case | runs | exit 0 | relapses | declared s | contamination % | coverage % | p50 distortion % | p99 distortion % | TTSS err s | reference | baseline contamination % | baseline coverage % | baseline p99 % | checks |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")

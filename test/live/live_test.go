@@ -72,8 +72,10 @@ func TestShortLive(t *testing.T) {
 	}
 }
 
-// TestBadInput: a service that fails to start, a port in use and a k6 run
-// that writes no results are errors that say so, never a silent pass.
+// TestBadInput: a service that fails to start, a port in use, a service
+// that dies during the run and a k6 run that writes no results are errors
+// that say so; a service that answers errors fails a check: never a silent
+// pass.
 func TestBadInput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real processes")
@@ -110,6 +112,29 @@ func TestBadInput(t *testing.T) {
 		_, _, err := e2.RunCase(ctx, c, 1, t.TempDir())
 		require.Error(t, err)
 		require.True(t, strings.Contains(err.Error(), "wrote 0 results folders"), err.Error())
+	})
+	t.Run("service dies during the run", func(t *testing.T) {
+		c := harness.Case{Name: "dies", Kind: harness.KindFlat, Load: load,
+			Service: harness.Service{Name: "go-dies", Kind: "gosvc", Args: []string{"-mode", "flat", "-exit-after", "1s"}}}
+		_, _, err := e.RunCase(ctx, c, 1, t.TempDir())
+		require.ErrorContains(t, err, "go-dies: service exited during the run (exit status 3)")
+		require.ErrorContains(t, err, "exiting 1s after the first request")
+	})
+	t.Run("service answers errors", func(t *testing.T) {
+		c := harness.Case{Name: "fails", Kind: harness.KindFlat, Load: load,
+			Service: harness.Service{Name: "go-fails", Kind: "gosvc", Args: []string{"-mode", "flat", "-fail-after", "1s"}}}
+		f, _, err := e.RunCase(ctx, c, 1, t.TempDir())
+		require.NoError(t, err)
+		require.NotNil(t, f.FailedChecks)
+		require.Greater(t, *f.FailedChecks, 0.3, "about 2 of the 3 s answered 503")
+		var found bool
+		for _, ch := range f.Checks {
+			if strings.HasPrefix(ch.Name, "failed checks <=") {
+				found = true
+				require.False(t, ch.OK, "the failed-checks check fails: %+v", ch)
+			}
+		}
+		require.True(t, found, "a failed-checks check among %+v", f.Checks)
 	})
 	t.Run("unknown case", func(t *testing.T) {
 		_, err := harness.SelectCases("go-flat/open,nope")

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -50,8 +51,9 @@ func run() int {
 	loo := flag.Bool("loo-profile", false, "with -from: also replay each run of a case with the prior of a profile learnt (k6 x regime profile, -k6) "+
 		"from the case's other runs in the files (leave one out; cases with 4 runs or more; a case whose runs k6 x regime profile refuses is left out), "+
 		"judged as NAME+profile; implies -replay (the service preset unless -replay gives another), so the rows without a profile are replayed too")
-	flag.BoolVar(&separateVariants, "separate", false, "judge a case's profiled runs (NAME+profile) against the consensus of their own runs "+
-		"rather than of all the case's runs (a reference independent of the runs a profile was learnt from)")
+	flag.BoolVar(&separateVariants, "separate", false, "judge a case's profiled runs (NAME+profile) against the consensus of their own runs, "+
+		"and its runs without a profile against theirs, rather than both against the consensus of all the case's runs "+
+		"(a reference independent of the runs a profile was learnt from); with -from it implies -rejudge")
 	flag.Parse()
 	if *runs < 1 || *runs > 50 {
 		fmt.Fprintf(os.Stderr, "live: -runs must be 1..50, got %d\n", *runs)
@@ -81,7 +83,19 @@ func run() int {
 		}
 		replayCfg = &cfg
 	}
+	given := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if *from != "" {
+		for _, name := range []string{"runs", "first-run", "profile", "profiles", "demo"} {
+			if given[name] {
+				fmt.Fprintf(os.Stderr, "live: -%s runs cases; -from runs nothing (it judges earlier runs)\n", name)
+				return 2
+			}
+		}
+		// without -cases, the cases the files hold, of every group
+		if !given["cases"] {
+			selected = harness.KnownCases()
+		}
 		if *out != "" {
 			*out, _ = filepath.Abs(*out)
 		}
@@ -93,14 +107,22 @@ func run() int {
 		if *loo {
 			looK6, _ = filepath.Abs(*k6)
 		}
-		return table(selected, strings.Split(*from, ","), *rejudge || replayCfg != nil, replayCfg, *out, looK6)
+		return table(selected, strings.Split(*from, ","), *rejudge || replayCfg != nil || separateVariants, replayCfg, *out, looK6)
 	}
 	if *loo {
 		fmt.Fprintln(os.Stderr, "live: -loo-profile needs -from")
 		return 2
 	}
+	if *rejudge {
+		fmt.Fprintln(os.Stderr, "live: -rejudge needs -from")
+		return 2
+	}
 	if replayCfg != nil {
 		fmt.Fprintln(os.Stderr, "live: -replay needs -from")
+		return 2
+	}
+	if separateVariants && !*withProfile && *profiles == "" {
+		fmt.Fprintln(os.Stderr, "live: -separate needs profiled runs: -profile or -profiles (or -from)")
 		return 2
 	}
 	repo, err := os.Getwd()
@@ -315,21 +337,46 @@ func table(selected []harness.Case, files []string, rejudge bool, replay *detect
 		}
 		figs = append(figs, some...)
 	}
-	// the cases, each followed by its profiled variant when the files hold
-	// runs of it
+	// the cases the files hold runs of, each followed by its profiled
+	// variant when they hold runs of it
 	seen := map[string]bool{}
 	for _, f := range figs {
 		seen[f.Case] = true
 	}
 	var cases []harness.Case
 	for _, c := range selected {
-		cases = append(cases, c)
+		if seen[c.Name] {
+			cases = append(cases, c)
+		}
 		if seen[c.Name+"+profile"] {
 			cases = append(cases, c.WithProfile(""))
 		}
 	}
+	if len(cases) == 0 {
+		var held []string
+		for name := range seen {
+			held = append(held, name)
+		}
+		sort.Strings(held)
+		if len(held) == 0 {
+			fmt.Fprintln(os.Stderr, "live: -from: the files hold no run")
+		} else {
+			fmt.Fprintf(os.Stderr, "live: -from: the files hold no run of the cases selected; they hold runs of %s\n", strings.Join(held, ", "))
+		}
+		return 2
+	}
 	if !rejudge {
 		return tables(cases, figs)
+	}
+	// a replay's rows name the recorded run's folder, whose own tags (and
+	// profile) are not the ones they judged: judging them again would judge
+	// something else under their name
+	for _, f := range figs {
+		if f.Replayed != "" {
+			fmt.Fprintf(os.Stderr, "live: -from: %s run %d holds the figures of a replay (%s), not of a run's own tags; "+
+				"-rejudge, -replay, -loo-profile and -separate read the figures.json the runs wrote\n", f.Case, f.Run, f.Replayed)
+			return 2
+		}
 	}
 	outs := map[string]map[int]*harness.RunOutput{}
 	for _, f := range figs {
@@ -387,9 +434,9 @@ func table(selected []harness.Case, files []string, rejudge bool, replay *detect
 // looProfiles replays each run of a case (4 runs or more, without a
 // profile) with the prior of a profile of the case's other runs, judged
 // against the same reference as NAME+profile; the profiles go to
-// out/loo-profiles (a temporary folder without -out). The runs a profile
-// is learnt from ran in the same hour as the run it judges: no drift of
-// the machine between them.
+// out/loo-profiles (a temporary folder without -out). A profile is learnt
+// from all the case's other runs in the -from files: from one batch, they
+// ran in the same hour as the run it judges; from several, they did not.
 func looProfiles(cases []harness.Case, figs []*harness.Figures, outs map[string]map[int]*harness.RunOutput,
 	cfg detector.Config, k6, out string) ([]harness.Case, []*harness.Figures, error) {
 	dir := filepath.Join(out, "loo-profiles")
@@ -429,7 +476,14 @@ func looProfiles(cases []harness.Case, figs []*harness.Figures, outs map[string]
 				}
 			}
 			paths[i] = filepath.Join(dir, fmt.Sprintf("%s-r%d.json", strings.TrimSuffix(profileFile(c), ".json"), f.Run))
-			if err := env.BuildProfile(context.Background(), dirs, paths[i]); err != nil {
+			// k6 x regime profile exits 2 for refused input and for an
+			// unreadable folder or unwritable output alike: the folders were
+			// read and the output folder made above, so it is a refusal
+			// unless the disk failed, and the message printed says which
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			err := env.BuildProfile(ctx, dirs, paths[i])
+			cancel()
+			if err != nil {
 				var exit *exec.ExitError
 				if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 					return nil, nil, fmt.Errorf("%s run %d: %w", c.Name, f.Run, err)
@@ -455,6 +509,7 @@ func looProfiles(cases []harness.Case, figs []*harness.Figures, outs map[string]
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s run %d: %w", c.Name, f.Run, err)
 			}
+			h.Replayed = "loo-profile " + path
 			figs = append(figs, h)
 		}
 		outCases = append(outCases, c.WithProfile(""))

@@ -35,7 +35,9 @@
 // It listens on -addr (127.0.0.1:0 picks a free port) and prints
 // "listening on HOST:PORT" once it accepts connections. GET /health answers
 // 200 without work, GET /first the Unix ns of the first request of work (0
-// before it); every other GET path does the work.
+// before it); every other GET path does the work. In any mode, -fail-after
+// answers 503 and -exit-after exits, that long after the first request: the
+// harness's tests of a service that fails during a run.
 package main
 
 import (
@@ -66,6 +68,10 @@ type service struct {
 	stepAt time.Duration
 	from   time.Duration
 	to     time.Duration
+
+	// failAfter, exitAfter (0: never): the harness's tests of a service
+	// that answers errors, or dies, during a run
+	failAfter, exitAfter time.Duration
 
 	payload [2048]byte
 	first   atomic.Int64 // Unix ns of the first request; 0 before it
@@ -188,6 +194,14 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	el := s.since()
+	if s.exitAfter > 0 && el >= s.exitAfter {
+		fmt.Fprintf(os.Stderr, "gosvc: exiting %s after the first request (-exit-after)\n", s.exitAfter)
+		os.Exit(3)
+	}
+	if s.failAfter > 0 && el >= s.failAfter {
+		http.Error(w, "failing on purpose (-fail-after)", http.StatusServiceUnavailable)
+		return
+	}
 	var extra uint64
 	switch s.mode {
 	case "slowdown":
@@ -243,6 +257,8 @@ func main() {
 	cacheKeys := flag.Int("cache-keys", 4, "cache: lookups per request")
 	cacheSize := flag.Int("cache-size", 10000, "cache: the keys lookups are drawn from")
 	missWait := flag.Duration("miss-wait", time.Millisecond, "cache: the wait per lookup of a key not cached yet")
+	failAfter := flag.Duration("fail-after", 0, "answer 503 from this long after the first request on (0: never; a test of the harness)")
+	exitAfter := flag.Duration("exit-after", 0, "exit with status 3 this long after the first request (0: never; a test of the harness)")
 	flag.Parse()
 	switch *mode {
 	case "flat", "io", "stall", "slowpath", "slowdown", "drift", "step", "cache":
@@ -252,16 +268,16 @@ func main() {
 	}
 	if *grow < 1 || *drift <= 0 || *base <= 0 || *settle < 0 || *stepAt < 0 || *ioWait <= 0 || *from < 0 || *to < 0 ||
 		*cacheKeys < 1 || *cacheSize < 1 || *missWait <= 0 || *stallEvery <= 0 || *stallFor <= 0 || *stallFor >= *stallEvery ||
-		!(*slowShare >= 0 && *slowShare <= 1) || *slowWait <= 0 {
+		!(*slowShare >= 0 && *slowShare <= 1) || *slowWait <= 0 || *failAfter < 0 || *exitAfter < 0 {
 		fmt.Fprintln(os.Stderr, "gosvc: -grow, -cache-keys and -cache-size must be >= 1, -drift, -drift-base, -io-wait, -miss-wait, "+
 			"-stall-every, -stall-for and -slow-wait > 0, -stall-for < -stall-every, -slow-share in 0..1, "+
-			"-settle, -step-at, -step-from and -step-to >= 0")
+			"-settle, -step-at, -step-from, -step-to, -fail-after and -exit-after >= 0")
 		os.Exit(2)
 	}
 	s := &service{mode: *mode, settle: *settle, grow: *grow, drift: *drift, base: *base, ioWait: *ioWait, stepAt: *stepAt, from: *from, to: *to,
 		seed: 88172645463325252, cacheKeys: *cacheKeys, cacheSize: *cacheSize, missWait: *missWait, cache: map[uint64]struct{}{},
 		stallEvery: *stallEvery, stallFor: *stallFor, slowShare: *slowShare, slowWait: *slowWait,
-		slowSeed: uint64(time.Now().UnixNano()) | 1}
+		slowSeed: uint64(time.Now().UnixNano()) | 1, failAfter: *failAfter, exitAfter: *exitAfter}
 	for i := range s.payload {
 		s.payload[i] = byte(i * 7)
 	}
