@@ -108,7 +108,8 @@ func TestProfileLoad(t *testing.T) {
 	require.NoError(t, rs.profileLoad(st), "no profile")
 	rs.cfg.Store(&Config{Profile: &results.Profile{RatesPerS: map[string]float64{"load": 100}}})
 	require.EqualError(t, rs.profileLoad(st), "profile: scenario load ran 250.0 iterations/s, the profile's runs 100.0 "+
-		"(more than 20% apart): another load; a profile judges runs of the script and load it was learnt from")
+		"(more than 20% apart): another load (or, with a fixed number of VUs, a service of another speed); "+
+		"a profile judges runs of the script and load it was learnt from")
 	rs.cfg.Store(&Config{Profile: &results.Profile{RatesPerS: map[string]float64{"load": 240}}})
 	require.NoError(t, rs.profileLoad(st))
 	rs.cfg.Store(&Config{Profile: &results.Profile{}})

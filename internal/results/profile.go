@@ -361,8 +361,9 @@ func (p *Profile) CheckLoad(scenario string, rate, tolerance float64) error {
 		return nil
 	}
 	if math.Abs(rate/want-1) > tolerance {
-		return fmt.Errorf("profile: scenario %s ran %.1f iterations/s, the profile's runs %.1f (more than %.0f%% apart): another load; "+
-			"a profile judges runs of the script and load it was learnt from", scenario, rate, want, tolerance*100)
+		return fmt.Errorf("profile: scenario %s ran %.1f iterations/s, the profile's runs %.1f (more than %.0f%% apart): another load "+
+			"(or, with a fixed number of VUs, a service of another speed); a profile judges runs of the script and load it was learnt from",
+			scenario, rate, want, tolerance*100)
 	}
 	return nil
 }

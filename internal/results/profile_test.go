@@ -54,7 +54,7 @@ func TestBuildProfile(t *testing.T) {
 	require.InDelta(t, 100, p.RatesPerS["load"], 0.1)
 	require.NoError(t, p.CheckLoad("load", 110, ProfileRateTolerance))
 	require.EqualError(t, p.CheckLoad("load", 40, ProfileRateTolerance),
-		"profile: scenario load ran 40.0 iterations/s, the profile's runs 100.0 (more than 20% apart): another load; "+
+		"profile: scenario load ran 40.0 iterations/s, the profile's runs 100.0 (more than 20% apart): another load (or, with a fixed number of VUs, a service of another speed); "+
 			"a profile judges runs of the script and load it was learnt from")
 	require.NoError(t, p.CheckLoad("other", 40, ProfileRateTolerance), "a scenario the profile has no rate of")
 	require.NoError(t, (&Profile{}).CheckLoad("load", 40, ProfileRateTolerance), "a profile of an older version, without rates")
