@@ -102,11 +102,7 @@ func (rs *RunState) profileLoad(st *Scenario) error {
 	if span <= 0 {
 		return nil
 	}
-	n := st.untagged
-	for _, rg := range st.tagged {
-		n += rg.count
-	}
-	return cfg.Profile.CheckLoad(st.name, float64(n)/span, results.ProfileRateTolerance)
+	return cfg.Profile.CheckLoad(st.name, float64(st.iterations())/span, results.ProfileRateTolerance)
 }
 
 // scopeSample is a sample with the scenario's tags (and the endpoint's).

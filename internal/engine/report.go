@@ -195,11 +195,9 @@ func (st *Scenario) report() *ScenarioReport {
 		TransitionsDropped: st.droppedTransitions,
 	}
 	for i := range st.tagged {
-		rg := &st.tagged[i]
-		out.Iterations += rg.count
-		out.Regimes[regimeNames[i]] = distribution(rg)
+		out.Regimes[regimeNames[i]] = distribution(&st.tagged[i])
 	}
-	out.Iterations += st.untagged
+	out.Iterations = st.iterations()
 	out.Untagged = st.untagged
 	g := st.verdict()
 	out.Steady, out.HeldFraction = g.held, g.fraction

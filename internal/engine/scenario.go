@@ -337,3 +337,13 @@ func (st *Scenario) latestSteadyStart(changed *endpointScope, t detector.Transit
 	}
 	return latest
 }
+
+// iterations counts the scenario's iterations, tagged or not. Callers hold
+// st.mu.
+func (st *Scenario) iterations() int64 {
+	n := st.untagged
+	for i := range st.tagged {
+		n += st.tagged[i].count
+	}
+	return n
+}

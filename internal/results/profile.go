@@ -41,7 +41,7 @@ type Profile struct {
 	// RatesPerS is each scenario's iteration rate (per second), the median
 	// over the runs (a run's: its iterations over the span of its windows):
 	// the load the profile was learnt at. A run judged by the profile at
-	// another rate is refused (compare --profile) or warned of (k6 run);
+	// another rate fails compare --profile and is warned of (k6 run);
 	// absent from profiles of older versions.
 	RatesPerS map[string]float64 `json:"rates_per_s,omitempty"`
 	Scopes    []*ProfileScope    `json:"scopes"`
@@ -351,9 +351,9 @@ func profileRates(in []ProfileInput, dirs []string, order []int, tolerance float
 	return out, nil
 }
 
-// CheckLoad refuses a run of a scenario whose iteration rate differs from
-// the profile runs' by more than tolerance (relative): the profile judges
-// runs of the load it was learnt from. A profile without rates (an older
+// CheckLoad returns an error for a run of a scenario whose iteration rate
+// differs from the profile runs' by more than tolerance (relative): the
+// profile judges runs of the load it was learnt from. A profile without rates (an older
 // version's), a scenario it has no rate of, or rate 0 (unknown) pass.
 func (p *Profile) CheckLoad(scenario string, rate, tolerance float64) error {
 	want, ok := p.RatesPerS[scenario]
