@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
+	"github.com/xk6-regime/xk6-regime/internal/results"
 	"github.com/xk6-regime/xk6-regime/test/testbin"
 )
 
@@ -284,7 +286,18 @@ func TestK8sManifests(t *testing.T) {
 	c := job.Template.Spec.Containers[0]
 	require.Equal(t, tr.Runner.Image, c.Image)
 	require.Equal(t, []envVar{{Name: "TESTID", Value: env["TESTID"]}}, c.Env, "the merge job merges the runners' test id")
-	require.Contains(t, strings.Join(c.Command, " "), `k6 x regime merge /results/*/*-"$TESTID"`)
+	command := strings.Join(c.Command, " ")
+	m := regexp.MustCompile(`k6 x regime merge (\S+) --out`).FindStringSubmatch(command)
+	require.NotNil(t, m, command)
+	// the glob finds the runners' folders, as saveResults names them, and
+	// not those of another test id that starts or ends with this one
+	glob := strings.ReplaceAll(m[1], `"$TESTID"`, env["TESTID"])
+	started := time.Date(2026, 11, 27, 13, 0, 0, 0, time.UTC)
+	for _, id := range []string{env["TESTID"], env["TESTID"] + "-b", "a-" + env["TESTID"]} {
+		ok, err := path.Match(glob, "/results/runner-1-abcde/"+results.NewRunID(started, id))
+		require.NoError(t, err)
+		require.Equal(t, id == env["TESTID"], ok, "merge glob %s on a folder of test id %s", glob, id)
+	}
 	require.Equal(t, tr.Runner.VolumeMounts, c.VolumeMounts)
 	require.Equal(t, docs["PersistentVolumeClaim"].Metadata.Name, job.Template.Spec.Volumes[0].PVC.ClaimName)
 
