@@ -20,7 +20,7 @@ const built = phases([
   },
   // the phase that is measured
   {
-    name: 'load', executor: 'constant-arrival-rate', rate: 150, timeUnit: '1s', duration: '7s',
+    name: 'load', executor: 'constant-arrival-rate', rate: 150, timeUnit: '1s', duration: '27s',
     preAllocatedVUs: 10, maxVUs: 50,
   },
 ]);

@@ -14,7 +14,7 @@ const BASE_URL = __ENV.BASE_URL || 'http://127.0.0.1:8080';
 export const options = {
   scenarios: {
     api: {
-      executor: 'constant-arrival-rate', rate: 150, timeUnit: '1s', duration: '8s',
+      executor: 'constant-arrival-rate', rate: 150, timeUnit: '1s', duration: '30s',
       preAllocatedVUs: 10, maxVUs: 50,
     },
   },

@@ -19,7 +19,7 @@ const { scenarios } = phases([
     preAllocatedVUs: 5, maxVUs: 30, stages: [{ target: 100, duration: '3s' }],
   },
   {
-    name: 'load', executor: 'constant-arrival-rate', rate: 150, timeUnit: '1s', duration: '7s',
+    name: 'load', executor: 'constant-arrival-rate', rate: 150, timeUnit: '1s', duration: '27s',
     preAllocatedVUs: 10, maxVUs: 50,
   },
 ]);
