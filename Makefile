@@ -98,9 +98,10 @@ E2E_PKGS := ./test/...
 # call it from goroutines (the engine, the JS module, detect) run with it
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/' | grep -v '/detector$$')
 
-## test: vet, build k6 and the demo service, unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the run engine's ingest (internal/engine) without -race (heap bound), every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, Apache Otava, actionlint, kubeconform, the short live harness) one package at a time
+## test: vet, build k6 and the demo service, the thresholds helper's unit tests (node --test), unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the run engine's ingest (internal/engine) without -race (heap bound), every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, Apache Otava, actionlint, kubeconform, the short live harness) one package at a time
 .PHONY: test
 test: vet build build-demo tools
+	node --test thresholds/index.test.mjs
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
 	cd demo && $(GO) test -race -count=1 -timeout 10m ./...
 	set -o pipefail; $(GO) test -count=1 -timeout 10m -v ./detector/ | grep -v -E '^(=== (RUN|PAUSE|CONT)|--- PASS|    --- PASS)'
@@ -193,7 +194,7 @@ compare-schedule: build build-demo
 .PHONY: up
 up:
 	$(call need,docker,install Docker with the compose plugin)
-	GRAFANA_ADMIN_PASSWORD=$${GRAFANA_ADMIN_PASSWORD:-change-me} docker compose up -d --build
+	K6_UID=$$(id -u) GRAFANA_ADMIN_PASSWORD=$${GRAFANA_ADMIN_PASSWORD:-change-me} docker compose up -d --build
 
 ## down: stop the live stack and remove its volumes
 .PHONY: down
@@ -201,7 +202,8 @@ down:
 	$(call need,docker,install Docker with the compose plugin)
 	docker compose down -v
 
-## clean: remove built binaries and caches (results/ is kept)
+## clean: remove built binaries and caches (results/ and the live harness's recorded runs, .cache/live, are kept)
 .PHONY: clean
 clean:
-	rm -rf $(K6) ./k6-stock ./bin .cache
+	rm -rf $(K6) ./k6-stock ./bin
+	[ ! -d .cache ] || find .cache -mindepth 1 -maxdepth 1 ! -name live -exec rm -rf {} +

@@ -16,12 +16,18 @@ log=$(mktemp -t demo-service.XXXXXX.log)
 svc=$!
 trap 'kill -TERM $svc 2>/dev/null; wait $svc 2>/dev/null || true' EXIT
 
-# wait (bounded) until the service answers
+# wait (bounded: 10 s) until the service answers
+up=
 for _ in $(seq 1 100); do
-  if curl -fsS "http://$HTTP_ADDR/healthz" >/dev/null 2>&1; then break; fi
+  if curl -fsS "http://$HTTP_ADDR/healthz" >/dev/null 2>&1; then up=1; break; fi
   if ! kill -0 $svc 2>/dev/null; then echo "demo: the service did not start:"; cat "$log"; exit 1; fi
   sleep 0.1
 done
+if [ -z "$up" ]; then
+  echo "demo: the service did not answer http://$HTTP_ADDR/healthz within 10 s; its log:"
+  cat "$log"
+  exit 1
+fi
 
 set +e
 BASE_URL="http://$HTTP_ADDR" GRPC_ADDR="$GRPC_ADDR_" PROFILE="$PROFILE" VARIANT="$VARIANT" \

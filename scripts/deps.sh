@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-[ -x /usr/lib/postgresql/15/bin/initdb ] || need_apt+=(postgresql)
+# PostgreSQL's server binaries, where test/pgtest looks for them (any
+# version under /usr/lib/postgresql, or initdb on PATH)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # the live harness's JIT services: a JDK (javac, java) and Node.js

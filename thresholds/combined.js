@@ -1,6 +1,10 @@
 // Phase-scoped threshold sets of scenarios/combined.js.
 import { steady, merge, gate } from './index.js';
 
+// GRPC_REQS counts the kit's gRPC calls per endpoint (k6 counts none): the
+// no-data guard of the gRPC budgets.
+export const GRPC_REQS = 'kit_grpc_reqs';
+
 // Budgets on steady-state samples of the gameplay phase, per endpoint.
 export const gameplayBudgets = {
   'http_req_duration{endpoint:initialize}': ['p(95)<50'],
@@ -13,7 +17,7 @@ export const gameplayBudgets = {
 
 // combinedThresholds returns the thresholds of combined.js for its scenarios:
 // steady gameplay budgets (failing, not passing, when gameplay never reached
-// steady state); error rates per phase over all regimes; time to steady state
+// steady state, or when an endpoint of a budget made no request in it); error rates per phase over all regimes; time to steady state
 // and cold-start budgets for init.
 //
 // opts.initGate (default true): require init to reach and hold steady state
@@ -24,7 +28,7 @@ export function combinedThresholds(scenarios, opts = {}) {
   const initGate = opts.initGate !== false;
   const phases = new Set(Object.values(scenarios).map((s) => (s.tags || {}).phase));
   const out = merge(
-    steady(gameplayBudgets, { phases: ['gameplay'], scenarios }),
+    steady(gameplayBudgets, { phases: ['gameplay'], scenarios, counters: { grpc_req_duration: GRPC_REQS } }),
     { 'http_req_failed{phase:gameplay}': ['rate<0.01'] },
   );
   if (phases.has('warmup')) {

@@ -14,9 +14,17 @@ export interface SteadyOptions {
   scenarioNames?: string[];
   /** Add regime_steady{scenario}: rate==1 and iterations{regime:steady,scenario}: count>0 per gated scenario (default true). */
   gate?: boolean;
+  /**
+   * Counters whose count guards a budget's samples, per metric, beside k6's own (http_req_* -> http_reqs,
+   * iteration_duration -> iterations): e.g. { grpc_req_duration: 'my_grpc_reqs' } (k6 counts no gRPC requests).
+   */
+  counters?: Record<string, string>;
 }
 
-/** Scope thresholds to steady samples of the phases and add the steady gate. Throws on unknown phases or scenarios. */
+/**
+ * Scope thresholds to steady samples of the phases, guard each budget with a count>0 of its counter, and add the
+ * steady gate. Throws on unknown phases or scenarios, and when no scenario is gated (unless gate is false).
+ */
 export function steady(spec: Thresholds, opts: SteadyOptions): Thresholds;
 /** The steady gate of each scenario. */
 export function gate(scenarioNames: string[]): Thresholds;
@@ -38,13 +46,16 @@ export interface SettledOptions {
   scenarioNames?: string[];
   /** Budget on the settled time to steady state (ms): regime_settled_ttss{scenario}: value<ttss. */
   ttss?: number;
+  /** The tag endpoints are named by (default 'endpoint'), as in regime.configure(). */
+  endpointTag?: string;
 }
 
 /**
  * Thresholds on the settled view (the whole run re-segmented at its end) from the same budgets as steady():
  * request percentiles per endpoint, iteration_duration percentiles and http_req_failed rate per scenario,
  * with guards (regime_settled rate==1, regime_settled_count count>0) so that nothing passes on no data.
- * Keys of other metrics are skipped; unsupported rules throw.
+ * Keys of other metrics are skipped; unsupported rules throw, and so does a call that judges no scenario.
+ * A scenario tag in a key keeps it to that scenario; endpoint budgets need scope 'endpoint' in regime.configure().
  */
 export function settled(spec: Thresholds, opts: SettledOptions): Thresholds;
 

@@ -13,6 +13,7 @@
 //
 // gives
 //   'http_req_duration{endpoint:initialize,phase:gameplay,regime:steady}': ['p(95)<50'],
+//   'http_reqs{endpoint:initialize,phase:gameplay,regime:steady}': ['count>0'], // this budget's samples exist
 //   'regime_steady{scenario:gameplay}': ['rate==1'],        // 0 when steady state was never reached or was lost
 //   'iterations{regime:steady,scenario:gameplay}': ['count>0'], // a gate on no steady sample fails
 
@@ -70,15 +71,44 @@ export function gatedScenarios(scenarios, phases, names) {
   return out.sort();
 }
 
-// steady(spec, {phases, scenarios, gate}) returns a k6 thresholds object.
-// Each entry of spec is scoped to the steady samples of every phase in
-// phases (one threshold per phase); entries are kept as they are when
-// phases is empty but still scoped to regime:steady. gate (default true)
-// adds, per gated scenario, the steady gate and the no-data guard.
+// COUNTERS: the counter whose count says that a budget's samples exist, per
+// metric of k6's own. A Trend threshold (p(95)<50) and a Rate threshold
+// below a value (rate<0.01) pass on a sub-metric with no sample: a
+// misspelled endpoint, or a protocol whose every request threw. k6 counts
+// no gRPC requests (grpc_req_duration has no counter): give one of your
+// own in steady()'s counters option.
+const COUNTERS = {
+  http_req_duration: 'http_reqs', http_req_waiting: 'http_reqs', http_req_blocked: 'http_reqs',
+  http_req_connecting: 'http_reqs', http_req_tls_handshaking: 'http_reqs', http_req_sending: 'http_reqs',
+  http_req_receiving: 'http_reqs', http_req_failed: 'http_reqs', http_reqs: 'http_reqs',
+  iteration_duration: 'iterations', iterations: 'iterations',
+};
+
+// noScenario is the error of a helper called with nothing to gate.
+function noScenario(fn) {
+  return new Error(`thresholds: ${fn}(): no scenario to gate: name phases (matched by the scenarios' tags.phase) ` +
+    'or scenarioNames, so that a run that never reached steady state fails' +
+    (fn === 'steady' ? ' (or pass gate: false to keep the budgets without the steady gate)' : ''));
+}
+
+// steady(spec, {phases, scenarios, scenarioNames, gate, counters}) returns
+// a k6 thresholds object. Each entry of spec is scoped to the steady
+// samples of every phase in phases (one threshold per phase); entries are
+// kept as they are when phases is empty but still scoped to regime:steady.
+// gate (default true) adds, per gated scenario, the steady gate and the
+// no-data guard; it throws when no scenario is gated. Each budget of a
+// metric with a counter (COUNTERS, and counters: {metric: counterName} for
+// your own, such as a gRPC request counter) gets a guard on the same
+// sub-metric of that counter: count>0.
 export function steady(spec, opts = {}) {
   const phases = opts.phases || [];
   const gated = gatedScenarios(opts.scenarios, phases, opts.scenarioNames);
+  if (opts.gate !== false && gated.length === 0) {
+    throw noScenario('steady');
+  }
+  const counters = { ...COUNTERS, ...(opts.counters || {}) };
   const out = {};
+  const guards = {};
   for (const [key, rules] of Object.entries(spec || {})) {
     if (!Array.isArray(rules)) {
       throw new Error(`thresholds: ${JSON.stringify(key)} must map to an array of threshold expressions`);
@@ -92,12 +122,15 @@ export function steady(spec, opts = {}) {
       const t = { ...tags, regime: 'steady' };
       if (phase !== undefined) t.phase = phase;
       out[formatKey(metric, t)] = rules;
+      if (counters[metric]) {
+        guards[formatKey(counters[metric], t)] = ['count>0'];
+      }
     }
   }
   if (opts.gate !== false) {
-    Object.assign(out, gate(gated));
+    Object.assign(guards, gate(gated));
   }
-  return out;
+  return merge(out, guards);
 }
 
 // gate returns, for each scenario, the thresholds that fail when steady state
@@ -129,23 +162,35 @@ const SETTLED_AGG = { 'p(50)': 'p50', med: 'p50', 'p(90)': 'p90', 'p(95)': 'p95'
 const LATENCY = new Set(['http_req_duration', 'grpc_req_duration']);
 const RULE = /^\s*([a-z]+(?:\([0-9.]+\))?)\s*(<=|>=|<|>|==|===|!=)\s*(.+)$/;
 
-// settled(spec, {phases, scenarios, scenarioNames, ttss}) returns the k6
-// thresholds that judge the settled view (the whole run re-segmented at its
-// end) with the same budgets as steady(): for each scenario of the phases,
+// settled(spec, {phases, scenarios, scenarioNames, ttss, endpointTag})
+// returns the k6 thresholds that judge the settled view (the whole run
+// re-segmented at its end) with the same budgets as steady(): for each
+// scenario of the phases,
 //   'http_req_duration{endpoint:E}': ['p(95)<50'] -> 'regime_settled_p95{endpoint:E,scenario:S}': ['value<50']
 //   'iteration_duration': ['p(99)<200']            -> 'regime_settled_p99{scenario:S}': ['value<200']
 //   'http_req_failed': ['rate<0.01']               -> 'regime_settled_error_rate{scenario:S}': ['value<0.01']
 // with p(50)/med, p(90), p(95), p(99) and max; other rules of those metrics
 // throw. Keys of other metrics (checks, custom metrics) have no settled
-// counterpart and are left to the online thresholds. opts.ttss (ms) adds
-// 'regime_settled_ttss{scenario:S}': ['value<ttss'].
+// counterpart and are left to the online thresholds. A scenario tag in a
+// key ('http_req_duration{endpoint:claim,scenario:gameplay_api}') keeps it
+// to that scenario: an endpoint that only one scenario of the phase calls
+// would otherwise be required of every scenario. Endpoint budgets need
+// scope: 'endpoint' in regime.configure() (the settled view keeps
+// endpoints only then); endpointTag (default 'endpoint') is the tag the
+// endpoints are named by, as in regime.configure(). opts.ttss (ms) adds
+// 'regime_settled_ttss{scenario:S}': ['value<ttss']. The object form of a
+// rule keeps its abortOnFail and delayAbortEval.
 // Guards, so that no settled threshold passes on no data (a k6 gauge with
 // no sample reads 0): 'regime_settled{scenario:S}': ['rate==1'] (a settled
 // steady state found and held to the end, by the scenario and each of its
 // endpoints) and 'regime_settled_count{...}': ['count>0'] per scenario and
-// per endpoint judged.
+// per endpoint judged. It throws when no scenario is judged.
 export function settled(spec, opts = {}) {
   const scenarioNames = gatedScenarios(opts.scenarios, opts.phases || [], opts.scenarioNames);
+  if (scenarioNames.length === 0) {
+    throw noScenario('settled');
+  }
+  const endpointTag = opts.endpointTag || 'endpoint';
   const out = {};
   const guards = {};
   for (const [key, rules] of Object.entries(spec || {})) {
@@ -153,17 +198,21 @@ export function settled(spec, opts = {}) {
       throw new Error(`thresholds: ${JSON.stringify(key)} must map to an array of threshold expressions`);
     }
     const { metric, tags } = parseKey(key);
-    const endpoint = tags.endpoint;
-    const other = Object.keys(tags).filter((k) => k !== 'endpoint');
+    const endpoint = tags[endpointTag];
+    const only = tags.scenario;
+    if (only !== undefined && !scenarioNames.includes(only)) {
+      throw new Error(`thresholds: settled(): ${JSON.stringify(key)} names scenario ${JSON.stringify(only)}, which is not judged here; judged: ${scenarioNames.join(', ')}`);
+    }
+    const other = Object.keys(tags).filter((k) => k !== endpointTag && k !== 'scenario');
     const latency = LATENCY.has(metric) || metric === 'iteration_duration';
     if (!latency && metric !== 'http_req_failed') {
       continue; // no settled counterpart
     }
     if (other.length > 0) {
-      throw new Error(`thresholds: settled(): ${JSON.stringify(key)} has tags ${other.join(', ')}; the settled view is kept per scenario and endpoint only`);
+      throw new Error(`thresholds: settled(): ${JSON.stringify(key)} has tags ${other.join(', ')}; the settled view is kept per scenario and ${endpointTag} only`);
     }
     if (LATENCY.has(metric) && endpoint === undefined) {
-      throw new Error(`thresholds: settled(): ${JSON.stringify(key)} needs an endpoint tag (the settled view keeps requests per endpoint); ` +
+      throw new Error(`thresholds: settled(): ${JSON.stringify(key)} needs an ${endpointTag} tag (the settled view keeps requests per endpoint); ` +
         'use iteration_duration for the whole scenario');
     }
     if (metric === 'iteration_duration' && endpoint !== undefined) {
@@ -191,11 +240,14 @@ export function settled(spec, opts = {}) {
         }
         name = `regime_settled_${SETTLED_AGG[agg]}`;
       }
+      const expr = `value${op}${value}`;
+      const settledRule = typeof rule === 'string' ? expr : { ...rule, threshold: expr };
       for (const s of scenarioNames) {
+        if (only !== undefined && s !== only) continue;
         const t = { scenario: s };
-        if (endpoint !== undefined) t.endpoint = endpoint;
+        if (endpoint !== undefined) t[endpointTag] = endpoint;
         const k = formatKey(name, t);
-        out[k] = (out[k] || []).concat([`value${op}${value}`]);
+        out[k] = (out[k] || []).concat([settledRule]);
         guards[formatKey('regime_settled_count', t)] = ['count>0'];
       }
     }
@@ -227,7 +279,8 @@ export function settled(spec, opts = {}) {
 // more than the given share (0.2: 20%):
 //   { ttss: 0.2, p50: 0.1 } -> 'regime_profile_ttss{scenario:S}': ['value<1.2'],
 //                              'regime_profile_p50{scenario:S}': ['value<1.1']
-// endpoints: endpoint names to judge per endpoint as well (scope 'endpoint').
+// endpoints: endpoint names to judge per endpoint as well (scope 'endpoint'),
+// by the tag endpointTag (default 'endpoint').
 // Guards, so that nothing passes on no data (no profile loaded, no settled
 // steady state, a figure the profile lacks): 'regime_profile_checks{...}':
 // ['count>0'] and 'regime_settled{scenario:S}': ['rate==1'].
@@ -253,10 +306,11 @@ export function profiled(spec, opts = {}) {
   const endpoints = opts.endpoints || [];
   const out = {};
   for (const s of scenarioNames) {
-    const scopes = [{ scenario: s }, ...endpoints.map((e) => ({ endpoint: e, scenario: s }))];
+    const tag = opts.endpointTag || 'endpoint';
+    const scopes = [{ scenario: s }, ...endpoints.map((e) => ({ [tag]: e, scenario: s }))];
     for (const t of scopes) {
       for (const [figure, share] of figures) {
-        if (figure === 'ttss' && t.endpoint !== undefined) continue; // TTSS is the scenario's
+        if (figure === 'ttss' && t[tag] !== undefined) continue; // TTSS is the scenario's
         out[formatKey(`regime_profile_${figure}`, t)] = [`value<${+(1 + share).toFixed(6)}`];
       }
       out[formatKey('regime_profile_checks', t)] = ['count>0'];

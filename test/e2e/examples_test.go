@@ -62,9 +62,10 @@ func runK6Script(bin, root, path string, env map[string]string, args ...string) 
 // crossedRe is k6's log line naming the metrics whose thresholds failed.
 var crossedRe = regexp.MustCompile(`thresholds on metrics '([^']*)' (?:have|has) been crossed`)
 
-// steadyCount matches a count of steady iterations, the kit's no-data guard
-// (iterations{regime:steady,...}, or a custom iteration counter).
-var steadyCount = regexp.MustCompile(`^[a-z_]*iterations\{.*regime:steady`)
+// steadyCount matches a count of steady iterations or requests, the
+// no-data guards (iterations{regime:steady,...}, http_reqs{...,regime:steady},
+// or a custom counter of either).
+var steadyCount = regexp.MustCompile(`^[a-z_]*(iterations|_reqs)\{.*regime:steady`)
 
 // requireOnlySteadyGates accepts exit 0, or exit 99 when every metric whose
 // threshold failed is a steady gate (regime_steady{...}, or a count of

@@ -113,13 +113,26 @@ type kitSummary struct {
 // runKit runs scenarios/combined.js on the smoke profile against d.
 func runKit(t *testing.T, d *demoService, variant string) kitResult {
 	t.Helper()
-	return runKits(t, kitRun{d, variant})[0]
+	return runKits(t, kitRun{demo: d, variant: variant})[0]
 }
 
-// kitRun is one run of the kit: the demo service it loads, and the variant.
+// kitRun is one run of the kit: the demo service it loads, the variant,
+// and a gRPC address other than the service's (grpcAddr, when set).
 type kitRun struct {
-	demo    *demoService
-	variant string
+	demo     *demoService
+	variant  string
+	grpcAddr string
+}
+
+// refusedAddr returns a 127.0.0.1 address that refuses connections (a port
+// just listened on and closed).
+func refusedAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(tb, err)
+	addr := l.Addr().String()
+	require.NoError(tb, l.Close())
+	return addr
 }
 
 // runKits runs scenarios/combined.js on the smoke profile once per kitRun,
@@ -149,8 +162,12 @@ func execKit(k6, root, results string, r kitRun) (kitResult, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, k6, "run", "--no-usage-report", "--log-format", "raw", "scenarios/combined.js")
 	cmd.Dir = root
+	grpcAddr := r.demo.grpcAddr
+	if r.grpcAddr != "" {
+		grpcAddr = r.grpcAddr
+	}
 	cmd.Env = append(os.Environ(), "PROFILE=smoke", "VARIANT="+r.variant, "RESULTS_DIR="+results,
-		"BASE_URL=http://"+r.demo.httpAddr, "GRPC_ADDR="+r.demo.grpcAddr, "K6_NO_USAGE_REPORT=true")
+		"BASE_URL=http://"+r.demo.httpAddr, "GRPC_ADDR="+grpcAddr, "K6_NO_USAGE_REPORT=true")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -182,7 +199,8 @@ func execKit(k6, root, results string, r kitRun) (kitResult, error) {
 }
 
 // requireGatesOnlySteady accepts exit 0, or exit 99 when every failed
-// threshold is a steady gate (regime_steady, iterations{regime:steady}) and
+// threshold is a steady gate (regime_steady, or a count>0 of steady
+// iterations or requests: iterations, http_reqs, kit_grpc_reqs) and
 // k6's log names the scenario that did not settle: whether a real service on
 // 2 shared cores reaches steady state in a minute is what the kit measures,
 // not a precondition. Any other failed threshold (latency, errors, checks,
@@ -200,7 +218,9 @@ func requireGatesOnlySteady(t *testing.T, res kitResult) {
 				continue
 			}
 			failed = append(failed, metric+": "+expr)
-			require.True(t, strings.HasPrefix(metric, "regime_steady{") || strings.HasPrefix(metric, "iterations{regime:steady,"),
+			steadyCount := expr == "count>0" && strings.Contains(metric, "regime:steady") &&
+				(strings.HasPrefix(metric, "iterations{") || strings.HasPrefix(metric, "http_reqs{") || strings.HasPrefix(metric, "kit_grpc_reqs{"))
+			require.True(t, strings.HasPrefix(metric, "regime_steady{") || steadyCount,
 				"a threshold other than a steady gate failed: %s %s\nstdout:\n%s", metric, expr, res.Stdout)
 			if strings.HasPrefix(metric, "regime_steady{scenario:") {
 				sc := strings.TrimSuffix(strings.TrimPrefix(metric, "regime_steady{scenario:"), "}")
@@ -246,8 +266,15 @@ func TestKitEmbedded(t *testing.T) {
 	pool := res.Summary.Tracked["service_pool_new_conns"]
 	require.Positive(t, pool["warmup"].Sum+pool["init"].Sum, "service-side pool growth during warmup and init: %+v", pool)
 
-	// the gameplay gate judges steady samples only, per endpoint
+	// the gameplay gate judges steady samples only, per endpoint, and each
+	// budget's requests exist (k6 counts HTTP requests; the kit, gRPC calls)
 	require.True(t, res.Summary.Thresholds["http_req_duration{endpoint:initialize,phase:gameplay,regime:steady}"]["p(95)<50"])
+	for _, guard := range []string{"http_reqs{endpoint:initialize,phase:gameplay,regime:steady}",
+		"kit_grpc_reqs{endpoint:send_stat,phase:gameplay,regime:steady}"} {
+		ok, defined := res.Summary.Thresholds[guard]["count>0"]
+		require.True(t, defined, "the guard %s is defined: %v", guard, res.Summary.Thresholds)
+		require.True(t, ok, guard)
+	}
 	// the steady gates are defined, passed, and say what summary.json says
 	for _, name := range []string{"gameplay_api", "gameplay_events"} {
 		gate, ok := res.Summary.Thresholds["regime_steady{scenario:"+name+"}"]["rate==1"]
@@ -279,7 +306,10 @@ func TestKitPostgres(t *testing.T) {
 // handshake (400 ms) and a short acquire timeout (300 ms), the instant burst
 // fails more requests in its cold start than the gradual warm-up; those
 // errors land in the cold-start section and init's cold regime, while the
-// gameplay gate still judges steady samples only.
+// gameplay gate still judges steady samples only. The burst run's gRPC
+// address refuses connections: its gameplay gate must fail (exit 99) on the
+// gRPC budget's guard and the failed checks, not pass grpc_req_duration's
+// p(95) on no sample.
 func TestKitBurstVersusGradual(t *testing.T) {
 	flags := []string{"-pool-max", "20", "-conn-setup", "400ms", "-acquire-timeout", "300ms"}
 	coldErrors := func(r kitResult) int64 {
@@ -292,8 +322,19 @@ func TestKitBurstVersusGradual(t *testing.T) {
 		return n
 	}
 	// the two runs at once, each against a demo service of its own
-	res := runKits(t, kitRun{startDemo(t, nil, flags...), "gradual"}, kitRun{startDemo(t, nil, flags...), "instant-burst"})
+	res := runKits(t, kitRun{demo: startDemo(t, nil, flags...), variant: "gradual"},
+		kitRun{demo: startDemo(t, nil, flags...), variant: "instant-burst", grpcAddr: refusedAddr(t)})
 	gradual, burst := res[0], res[1]
+
+	require.Equal(t, 99, burst.ExitCode, "the gRPC half made no call; stderr:\n%s", burst.Stderr)
+	grpcGuard := "kit_grpc_reqs{endpoint:send_stat,phase:gameplay,regime:steady}"
+	for key, expr := range map[string]string{grpcGuard: "count>0", "checks{phase:gameplay,regime:steady}": "rate>0.99"} {
+		ok, defined := burst.Summary.Thresholds[key][expr]
+		require.True(t, defined, "%s %s is defined: %v", key, expr, burst.Summary.Thresholds)
+		require.False(t, ok, "%s %s fails without gRPC", key, expr)
+	}
+	require.Contains(t, burst.Stderr, "gameplay_events: a gRPC call to ")
+	require.Regexp(t, `thresholds on metrics '[^']*kit_grpc_reqs\{endpoint:send_stat,phase:gameplay,regime:steady\}`, burst.Stderr)
 
 	t.Logf("cold-start errors: gradual %d, instant burst %d", coldErrors(gradual), coldErrors(burst))
 	require.Less(t, coldErrors(gradual), coldErrors(burst))

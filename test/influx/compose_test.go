@@ -25,6 +25,7 @@ type composeFile struct {
 			Dockerfile string `yaml:"dockerfile"`
 		} `yaml:"build"`
 		Ports       []string          `yaml:"ports"`
+		Volumes     []string          `yaml:"volumes"`
 		Environment map[string]string `yaml:"environment"`
 	} `yaml:"services"`
 }
@@ -41,7 +42,7 @@ func requirePinned(t *testing.T, where, image string) {
 // TestComposeFile checks docker-compose.yml without Docker: every image and
 // every Dockerfile base image pinned, every published port on 127.0.0.1,
 // Grafana without anonymous access and with its password from the
-// environment.
+// environment, the k6 run's results folder on the host.
 func TestComposeFile(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
@@ -76,6 +77,10 @@ func TestComposeFile(t *testing.T) {
 	g := c.Services["grafana"]
 	require.Equal(t, "false", g.Environment["GF_AUTH_ANONYMOUS_ENABLED"])
 	require.Equal(t, "${GRAFANA_ADMIN_PASSWORD:-change-me}", g.Environment["GF_SECURITY_ADMIN_PASSWORD"])
+	// the k6 run's folder reaches the host, named by its testid
+	k6 := c.Services["k6"]
+	require.Equal(t, "${TESTID:-compose}", k6.Environment["TESTID"], "the script names its folder by __ENV.TESTID")
+	require.Contains(t, k6.Volumes, "./results:"+k6.Environment["RESULTS_DIR"], "RESULTS_DIR is the host's ./results")
 	k6df, err := os.ReadFile(filepath.Join(root, "deploy", "k6.Dockerfile"))
 	require.NoError(t, err)
 	require.Contains(t, string(k6df), "--with github.com/xk6-regime/xk6-regime=.")
