@@ -54,6 +54,9 @@ type moduleInstance struct {
 	st         *engine.Scenario
 	lastRegime detector.Regime
 	execNoted  bool
+	// the tag set at which note() last recorded the VU's scenario (tagging
+	// 'off', and 'wrap' outside wrap())
+	notedTags *metrics.TagSet
 
 	// this runtime's first regime.configure() call: its configuration, or
 	// the error its settings were refused with
@@ -138,9 +141,11 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 		}
 	case engine.TaggingWrap:
 		if !fromWrap {
+			mi.note(state)
 			return
 		}
 	default:
+		mi.note(state)
 		return
 	}
 	cur := state.Tags.GetCurrentValues().Tags
@@ -148,6 +153,26 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 		return
 	}
 	mi.tag(state, cur)
+}
+
+// note records the VU's scenario for the engine without tagging (tagging
+// 'off', and the iterations of 'wrap' outside wrap()): k6's samples channel,
+// through which the steady gate and the settled view are pushed at the
+// end, and the scenario's start and tags. Without it a run that tags
+// nothing would push no regime_* metric, and every threshold on them would
+// pass on no data. Its cost per iteration is a pointer comparison: k6
+// replaces the VU's tag set when a scenario activates the VU.
+func (mi *moduleInstance) note(state *lib.State) {
+	cur := state.Tags.GetCurrentValues().Tags
+	if cur == mi.notedTags || cur == mi.lastTags {
+		return // noted already, or tagged by wrap() (tag() notes too)
+	}
+	ss := lib.GetScenarioState(mi.vu.Context())
+	if ss == nil {
+		return
+	}
+	mi.rs.NoteVU(state, mi.rs.Scenario(ss.Name), ss, cur)
+	mi.notedTags = cur
 }
 
 // tag sets the regime tag of the VU to its scenario's current regime: the
@@ -191,7 +216,7 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 		cfg := mi.root.cfg
 		mi.root.cfgMu.Unlock()
 		mi.configured, mi.configuredCfg, mi.configuredErr = true, cfg, nil
-		return mi.applyTagging(cfg)
+		return nil
 	}
 	mi.root.cfgMu.Unlock()
 	lookup := func(string) (string, bool) { return "", false }
@@ -212,7 +237,7 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 			return errors.New("regime.configure() was called with different settings in another VU's init context; " +
 				"the settings must not depend on __VU, random values or the time")
 		}
-		return mi.applyTagging(mi.root.cfg)
+		return nil
 	}
 	if parseErr != nil {
 		return parseErr
@@ -221,7 +246,7 @@ func (mi *moduleInstance) configure(options sobek.Value, settings sobek.Value) e
 		return err
 	}
 	mi.root.cfg, mi.root.cfgJSON = cfg, key
-	return mi.applyTagging(cfg)
+	return nil
 }
 
 // sameSettings says whether two regime.configure() calls brought the same
@@ -232,19 +257,6 @@ func sameSettings(a *engine.Config, aErr error, b *engine.Config, bErr error) bo
 		return aErr != nil && bErr != nil && aErr.Error() == bErr.Error()
 	}
 	return a.Equal(b)
-}
-
-// applyTagging removes this runtime's iteration hook when the script does
-// not want automatic tagging, so wrap() is the only per-iteration cost.
-func (mi *moduleInstance) applyTagging(cfg *engine.Config) error {
-	if cfg.Tagging == engine.TaggingAuto {
-		return nil
-	}
-	err := mi.vu.Runtime().GlobalObject().DefineDataProperty("__ITER", mi.iterValue, sobek.FLAG_TRUE, sobek.FLAG_TRUE, sobek.FLAG_TRUE)
-	if err != nil {
-		return fmt.Errorf("k6/x/regime: cannot remove the iteration hook: %w", err)
-	}
-	return nil
 }
 
 func exportJSON(v sobek.Value) ([]byte, error) {

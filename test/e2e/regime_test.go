@@ -214,6 +214,75 @@ func TestNeverSettlingServerFailsTheGate(t *testing.T) {
 	require.Contains(t, res.Stderr, "regime_steady")
 }
 
+// untaggedGateScript: tagging 'off' (or 'wrap' with no wrapped call), a
+// gate on regime_steady and regime_settled only.
+const untaggedGateScript = `
+import http from 'k6/http';
+import regime from 'k6/x/regime';
+
+export const options = {
+  // 12 s: the settled view judges 10 one-second blocks at least
+  scenarios: { gameplay: { executor: 'constant-vus', vus: 2, duration: '12s' } },
+  thresholds: {
+    'regime_steady{scenario:gameplay}': ['rate==1'],
+    'regime_settled{scenario:gameplay}': ['rate==1'],
+  },
+};
+regime.configure(options, { tagging: __ENV.TAGGING, detector: { window_min_duration: '250ms' } });
+
+export default function () {
+  http.get(__ENV.BASE_URL + '/item');
+}
+
+export function handleSummary() {
+  return { [__ENV.SUMMARY]: JSON.stringify(regime.summary()) };
+}
+`
+
+// TestUntaggedRunsStillGate: with tagging 'off', or 'wrap' and no wrapped
+// call, no sample carries a regime tag, but the steady gate and the
+// settled view are still pushed at the end: a server that never settles
+// fails them (exit 99, the reason logged), one that settles passes them,
+// and summary() says the same. (The iteration hook once went away in these
+// modes, and with it the samples channel the gate is pushed through: the
+// thresholds then passed on no data whatever the server did.)
+func TestUntaggedRunsStillGate(t *testing.T) {
+	t.Parallel()
+	for _, tagging := range []string{"off", "wrap"} {
+		for _, settles := range []bool{false, true} {
+			name := tagging + "/never-settles"
+			latency := neverSettles(4 * time.Microsecond)
+			if settles {
+				name, latency = tagging+"/settles", coldWarmSteady(40, 200, 2*time.Millisecond)
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				srv := newScheduleServer(t, latency)
+				summary := filepath.Join(t.TempDir(), "regime.json")
+				res := runK6(t, untaggedGateScript, map[string]string{"BASE_URL": srv.URL, "TAGGING": tagging, "SUMMARY": summary})
+				b, err := os.ReadFile(summary)
+				require.NoError(t, err, "stderr:\n%s", res.Stderr)
+				var s struct {
+					Scenarios map[string]struct {
+						Steady bool `json:"steady"`
+					} `json:"scenarios"`
+				}
+				require.NoError(t, json.Unmarshal(b, &s))
+				if !settles {
+					require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
+					require.Regexp(t, `steady state was (never reached|reached but not held to the end) in gameplay`, res.Stderr)
+					require.Regexp(t, `thresholds on metrics '[^']*regime_steady\{scenario:gameplay\}`, res.Stderr)
+					require.False(t, s.Scenarios["gameplay"].Steady)
+					return
+				}
+				require.Equal(t, 0, res.ExitCode, "stderr:\n%s", res.Stderr)
+				require.True(t, s.Scenarios["gameplay"].Steady)
+				require.NotContains(t, res.Stderr, "no iteration ran")
+			})
+		}
+	}
+}
+
 // TestRelapseFailsTheGate: a server that settles and then slows down for
 // good relapses; the steady-only gate fails (exit 99) and says the steady
 // state was reached but not held, instead of judging the run by the steady
