@@ -61,6 +61,9 @@ type RunState struct {
 	mu        sync.RWMutex
 	scenarios map[string]*Scenario
 	optionSc  []string // scenario names from the VUs' options
+	// the tags of a scenario that never ran (no VU gave its tag set): the
+	// run's tags and the scenario's own, from the options (set once)
+	optionTags atomic.Pointer[map[string]map[string]string]
 	logger    logrus.FieldLogger
 	registry  *metrics.Registry
 	m         regimeMetrics
@@ -529,11 +532,24 @@ func scopeLabel(scenario, endpoint string) string {
 
 // sample builds one sample of a regime metric with the scenario's tags.
 func (rs *RunState) sample(m *metrics.Metric, st *Scenario, t time.Time, v float64) metrics.Sample {
-	tags := st.baseTags
-	if tags == nil {
-		tags = rs.registry.RootTagSet().With(scenarioTag, st.name)
+	return metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: m, Tags: rs.scenarioTags(st)}, Time: t, Value: v}
+}
+
+// scenarioTags are the tags of st's regime metrics (st.mu held, or st not
+// shared yet): its VUs' tags (baseTags), or for a scenario that never ran
+// the run's and the scenario's tags from the options; always with the
+// scenario tag, so that regime_steady{scenario:x} selects them.
+func (rs *RunState) scenarioTags(st *Scenario) *metrics.TagSet {
+	if st.baseTags != nil {
+		return st.baseTags
 	}
-	return metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: m, Tags: tags}, Time: t, Value: v}
+	tags := rs.registry.RootTagSet()
+	if opt := rs.optionTags.Load(); opt != nil {
+		for k, v := range (*opt)[st.name] {
+			tags = tags.With(k, v)
+		}
+	}
+	return tags.With(scenarioTag, st.name)
 }
 
 // enqueue queues a sample for the next VU that starts an iteration (k6's
@@ -723,9 +739,21 @@ func (rs *RunState) NoteVU(state *lib.State, st *Scenario, ss *lib.ScenarioState
 		ch := state.Samples
 		if rs.samples.CompareAndSwap(nil, &ch) {
 			rs.mu.Lock()
-			for name := range state.Options.Scenarios {
+			optionTags := make(map[string]map[string]string, len(state.Options.Scenarios))
+			for name, sc := range state.Options.Scenarios {
 				rs.optionSc = append(rs.optionSc, name)
+				tags := make(map[string]string)
+				for k, v := range state.Options.RunTags {
+					tags[k] = v
+				}
+				if sc != nil {
+					for k, v := range sc.GetTags() {
+						tags[k] = v
+					}
+				}
+				optionTags[name] = tags
 			}
+			rs.optionTags.Store(&optionTags)
 			rs.mu.Unlock()
 		}
 	}
@@ -738,7 +766,9 @@ func (rs *RunState) NoteVU(state *lib.State, st *Scenario, ss *lib.ScenarioState
 		for _, k := range []string{"vu", "iter", "group", RegimeTag} {
 			tags = tags.Without(k)
 		}
-		st.baseTags = tags
+		// k6 tags samples with the scenario only while 'scenario' is in
+		// systemTags; the regime metrics always carry it
+		st.baseTags = tags.With(scenarioTag, st.name)
 	}
 	st.mu.Unlock()
 }

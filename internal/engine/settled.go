@@ -225,10 +225,7 @@ func worseClass(a, b detector.Class) detector.Class {
 func (rs *RunState) settledSamples(st *Scenario, v *results.Settled, now time.Time) metrics.Samples {
 	var out metrics.Samples
 	add := func(v *results.Settled, endpoint string) {
-		tags := st.baseTags
-		if tags == nil {
-			tags = rs.registry.RootTagSet().With(scenarioTag, st.name)
-		}
+		tags := rs.scenarioTags(st)
 		if endpoint != "" {
 			tags = tags.With(st.cfg.EndpointTag, endpoint)
 		}

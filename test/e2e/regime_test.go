@@ -222,13 +222,13 @@ import regime from 'k6/x/regime';
 
 export const options = {
   // 12 s: the settled view judges 10 one-second blocks at least
-  scenarios: { gameplay: { executor: 'constant-vus', vus: 2, duration: '12s' } },
+  scenarios: { gameplay: { executor: 'constant-vus', vus: 2, duration: __ENV.DURATION || '12s' } },
   thresholds: {
     'regime_steady{scenario:gameplay}': ['rate==1'],
     'regime_settled{scenario:gameplay}': ['rate==1'],
   },
 };
-regime.configure(options, { tagging: __ENV.TAGGING, detector: { window_min_duration: '250ms' } });
+regime.configure(options, { tagging: __ENV.TAGGING || 'auto', detector: { window_min_duration: '250ms' } });
 
 export default function () {
   http.get(__ENV.BASE_URL + '/item');
@@ -281,6 +281,19 @@ func TestUntaggedRunsStillGate(t *testing.T) {
 			})
 		}
 	}
+	// without 'scenario' in systemTags k6 tags no sample with its scenario,
+	// so the detectors learn nothing; the gate is still pushed, and with the
+	// scenario tag its threshold selects (it once lacked it: no data, pass)
+	t.Run("auto/no-scenario-system-tag", func(t *testing.T) {
+		t.Parallel()
+		srv := newScheduleServer(t, coldWarmSteady(40, 200, 2*time.Millisecond))
+		summary := filepath.Join(t.TempDir(), "regime.json")
+		res := runK6(t, untaggedGateScript, map[string]string{"BASE_URL": srv.URL, "SUMMARY": summary, "DURATION": "3s"},
+			"--system-tags", "status,method,name,url,group,check,error,error_code,expected_response,proto")
+		require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
+		require.Contains(t, res.Stderr, "keep 'scenario' in systemTags")
+		require.Regexp(t, `thresholds on metrics '[^']*regime_steady\{scenario:gameplay\}`, res.Stderr)
+	})
 }
 
 // TestRelapseFailsTheGate: a server that settles and then slows down for
