@@ -64,9 +64,9 @@ type RunState struct {
 	// the tags of a scenario that never ran (no VU gave its tag set): the
 	// run's tags and the scenario's own, from the options (set once)
 	optionTags atomic.Pointer[map[string]map[string]string]
-	logger    logrus.FieldLogger
-	registry  *metrics.Registry
-	m         regimeMetrics
+	logger     logrus.FieldLogger
+	registry   *metrics.Registry
+	m          regimeMetrics
 
 	installOnce sync.Once
 	trackOnce   sync.Once
