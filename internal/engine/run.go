@@ -708,7 +708,12 @@ func (rs *RunState) testEnd() {
 			rs.logger.Warnf("regime: steady state was never reached in %s", name)
 		}
 	}
+	// what the samples ingested during the loop above queued (a transition's
+	// regime_ttss or regime_relapses, cold-start increments) before the
+	// scenarios were frozen; nothing is queued after this (ended)
+	rs.pending.Store(true)
 	rs.ended.Store(true)
+	rs.flushPending(*out)
 }
 
 // subscribeTestEnd runs testEnd when k6 emits its global TestEnd event. The
