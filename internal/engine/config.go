@@ -356,12 +356,97 @@ func declaredScenarios(optionsJSON []byte) ([]string, error) {
 // strictUnmarshal decodes JSON and rejects unknown keys, like k6's own
 // option parsing.
 func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "json: "))
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return fmt.Errorf("must be an object of settings, got %s", jsonKind(data))
+	}
+	rv := reflect.ValueOf(v).Elem()
+	fields := make(map[string]int, rv.NumField())
+	valid := make([]string, 0, rv.NumField())
+	for i := range rv.NumField() {
+		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = i
+		valid = append(valid, name)
+	}
+	sort.Strings(valid)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []error
+	for _, k := range keys {
+		i, ok := fields[k]
+		if !ok {
+			errs = append(errs, fmt.Errorf("unknown key %q; valid keys: %s", k, strings.Join(valid, ", ")))
+			continue
+		}
+		f := rv.Field(i)
+		if err := json.Unmarshal(m[k], f.Addr().Interface()); err != nil {
+			var detail string
+			var te *json.UnmarshalTypeError
+			if !errors.As(err, &te) {
+				detail = ": " + strings.TrimPrefix(err.Error(), "json: ")
+			}
+			errs = append(errs, fmt.Errorf("key %q must be %s, got %s%s", k, jsonWant(f.Type()), jsonKind(m[k]), detail))
+		}
+	}
+	if len(errs) > 0 {
+		return joinErrors(errs)
 	}
 	return nil
+}
+
+// jsonWant names the JSON a Go type reads, for errors.
+func jsonWant(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == reflect.TypeFor[json.RawMessage]():
+		return "an object"
+	case t == reflect.TypeFor[detector.Duration]():
+		return `a duration such as "1s" or "250ms" (or a number of nanoseconds)`
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Slice:
+		return "a list of " + strings.TrimPrefix(strings.TrimPrefix(jsonWant(t.Elem()), "a "), "an ") + "s"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
+
+// jsonKind names the kind of a JSON value, for errors.
+func jsonKind(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case '"':
+		return "a string " + string(b)
+	case 't', 'f':
+		return string(b)
+	case 'n':
+		return "null"
+	}
+	return "the number " + string(b)
 }
 
 func joinErrors(errs []error) error {

@@ -14,12 +14,18 @@ func TestConfigureValidation(t *testing.T) {
 		name, settings, want string
 	}{
 		{"unknown scenario", `{"scenarios":{"init":{}}}`, "option 'scenarios.init': no such scenario in options.scenarios; valid names: gameplay, warmup"},
-		{"unknown key", `{"tagz":"auto"}`, `unknown field "tagz"`},
+		{"unknown key", `{"tagz":"auto"}`, `regime.configure: unknown key "tagz"; valid keys: detector, endpointTag, gateFraction, input, maxEndpoints, profile, scenarios, scope, seriesLimit, tagging, track`},
+		{"wrong type", `{"tagging":1,"gateFraction":"half","track":"x"}`, `key "gateFraction" must be a number, got a string "half"
+  key "tagging" must be a string, got the number 1
+  key "track" must be a list of strings, got a string "x"`},
+		{"scenario wrong type", `{"scenarios":{"gameplay":{"maxEndpoints":2.5}}}`, `option 'scenarios.gameplay': key "maxEndpoints" must be an integer, got the number 2.5`},
+		{"detector duration", `{"detector":{"window_min_duration":true}}`, `option 'detector': key "window_min_duration" must be a duration such as "1s" or "250ms"`},
+		{"not an object", `{"scenarios":{"gameplay":[]}}`, `option 'scenarios.gameplay': must be an object of settings, got a list`},
 		{"bad tagging", `{"tagging":"manual"}`, "option 'tagging' is \"manual\"; valid values: auto, wrap, off"},
 		{"bad input", `{"input":"samples"}`, "option 'input' is \"samples\"; valid values: iteration, request, observe"},
 		{"request needs endpoint", `{"input":"request"}`, "needs 'scope' to be \"endpoint\""},
 		{"detector range", `{"scenarios":{"gameplay":{"detector":{"median_tolerance":-1}}}}`, "option 'scenarios.gameplay.detector': median_tolerance"},
-		{"detector unknown", `{"detector":{"windowz":3}}`, `option 'detector': unknown field "windowz"`},
+		{"detector unknown", `{"detector":{"windowz":3}}`, `option 'detector': unknown key "windowz"; valid keys: burst_z, cold_confirm,`},
 		{"maxEndpoints", `{"scenarios":{"gameplay":{"maxEndpoints":0}}}`, "option 'scenarios.gameplay.maxEndpoints' is 0; valid values: 1..100000"},
 	}
 	for _, tc := range cases {

@@ -194,7 +194,6 @@ type saveOptions struct {
 	Required bool `json:"required"`
 }
 
-const saveKeys = "dir, testid, extra, report, files, aborted, thresholds, required"
 
 // ErrNotAfterTest is SaveResults' error before the test ended.
 var ErrNotAfterTest = errors.New("saveResults() must be called from handleSummary, after the test: " +
@@ -372,7 +371,7 @@ func (rs *RunState) SaveResults(optionsJSON []byte) (string, error) {
 	var opts saveOptions
 	if optionsJSON != nil {
 		if err := strictUnmarshal(optionsJSON, &opts); err != nil {
-			return "", fmt.Errorf("saveResults: options: %w (valid keys: %s)", err, saveKeys)
+			return "", fmt.Errorf("saveResults: options: %w", err)
 		}
 	}
 	dir, run, err := rs.rec.save(rs, rs.end.current(), opts)

@@ -107,7 +107,7 @@ func TestSaveResultsAfterTheTest(t *testing.T) {
 	rs.testEnd()
 	require.True(t, rs.Ended())
 	_, err = rs.SaveResults([]byte(`{"nosuchkey": 1}`))
-	require.ErrorContains(t, err, `saveResults: options: unknown field "nosuchkey" (valid keys: dir, testid,`)
+	require.ErrorContains(t, err, `saveResults: options: unknown key "nosuchkey"; valid keys: aborted, dir, extra, files, report, required, testid, thresholds`)
 	path, err := rs.SaveResults(saveJSON(`{"dir": %q}`, dir))
 	require.NoError(t, err)
 	require.FileExists(t, filepath.Join(path, results.SummaryFile))
