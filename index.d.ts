@@ -73,6 +73,8 @@ export interface ScenarioSummary {
   steady: boolean;
   /** Share of the scenario's time the final steady state spans (0 when not steady at the end). */
   held_fraction: number; gate_fraction: number;
+  /** The scenario's start (Unix ms), from which TTSS and the settled boundary count; absent when unknown. */
+  started_ms?: number;
   /** Change of the level from the first to the last third of the final steady state (0.3: 30% slower);
    * the gate fails when it lies beyond the detector's median_tolerance and the steady windows' medians are
    * monotone (Kendall's tau >= 0.75: a drift, not a level that stepped once). Null when not measured (not

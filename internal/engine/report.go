@@ -42,13 +42,16 @@ type ScenarioReport struct {
 	Regimes    map[string]*RegimeDist `json:"regimes"`
 	Relapses   int64                  `json:"relapses"`
 	// TTSSMs and DeclaredAfterMs: nil until steady state was declared.
-	TTSSMs          *float64          `json:"ttss_ms"`
-	DeclaredAfterMs *float64          `json:"declared_after_ms"`
-	Steady          bool              `json:"steady"`
-	HeldFraction    float64           `json:"held_fraction"`
-	GateFraction    float64           `json:"gate_fraction"`
-	LevelDrift      *float64          `json:"level_drift"`
-	ColdStart       results.ColdStart `json:"cold_start"`
+	TTSSMs          *float64 `json:"ttss_ms"`
+	DeclaredAfterMs *float64 `json:"declared_after_ms"`
+	Steady          bool     `json:"steady"`
+	HeldFraction    float64  `json:"held_fraction"`
+	// StartedMs is the scenario's start (Unix ms; 0 unknown): TTSS and the
+	// settled boundary count from it
+	StartedMs    float64           `json:"started_ms,omitempty"`
+	GateFraction float64           `json:"gate_fraction"`
+	LevelDrift   *float64          `json:"level_drift"`
+	ColdStart    results.ColdStart `json:"cold_start"`
 	// The scenario detector's findings (scope "scenario"); with scope
 	// "endpoint" Class is the worst of the endpoints' and the points are nil.
 	Detection
@@ -201,6 +204,9 @@ func (st *Scenario) report() *ScenarioReport {
 	out.Untagged = st.untagged
 	g := st.verdict()
 	out.Steady, out.HeldFraction = g.held, g.fraction
+	if !start.IsZero() {
+		out.StartedMs = float64(start.UnixNano()) / 1e6
+	}
 	if g.measured {
 		out.LevelDrift = &g.drift
 	}
@@ -321,7 +327,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func (sc *ScenarioReport) result() (*results.Scenario, error) {
 	out := &results.Scenario{
 		Scope: sc.Scope, Input: sc.Input, Class: sc.Class, Regime: sc.Regime, Steady: sc.Steady,
-		HeldFraction: sc.HeldFraction, GateFraction: sc.GateFraction, LevelDrift: sc.LevelDrift,
+		HeldFraction: sc.HeldFraction, GateFraction: sc.GateFraction, LevelDrift: sc.LevelDrift, StartedMs: sc.StartedMs,
 		Iterations: sc.Iterations, Untagged: sc.Untagged, TTSSMs: sc.TTSSMs, DeclaredAfterMs: sc.DeclaredAfterMs,
 		ColdEnd: sc.ColdEnd, SteadyStart: sc.SteadyStart, DeclaredAt: sc.DeclaredAt,
 		Relapses: sc.Relapses, ColdStart: sc.ColdStart, Regimes: map[string]*results.Dist{},

@@ -194,7 +194,6 @@ type saveOptions struct {
 	Required bool `json:"required"`
 }
 
-
 // ErrNotAfterTest is SaveResults' error before the test ended.
 var ErrNotAfterTest = errors.New("saveResults() must be called from handleSummary, after the test: " +
 	"in setup(), the default function or teardown() the run's figures are not complete")

@@ -23,7 +23,8 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("merge: no results to merge")
 	}
-	m := &merger{out: NewRun(), reqRows: map[string]*RequestRow{}, series: map[string][]SeriesPoint{}}
+	m := &merger{out: NewRun(), reqRows: map[string]*RequestRow{}, series: map[string][]SeriesPoint{}, starts: map[string]float64{}}
+	unknownStart := map[string]bool{}
 	s := m.out.Summary
 	s.Instances = 0
 	s.MergedFrom = names
@@ -31,6 +32,13 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 		m.header(r.Summary, i)
 		for name, sc := range r.Summary.Scenarios {
 			mergeScenario(s, m.out, name, sc, r.Iter[name], i)
+			switch st, ok := m.starts[name]; {
+			case sc.StartedMs <= 0 || unknownStart[name]:
+				unknownStart[name] = true
+				delete(m.starts, name)
+			case !ok || sc.StartedMs < st:
+				m.starts[name] = sc.StartedMs
+			}
 		}
 		m.requests(r)
 		m.phases(r.Summary)
@@ -59,6 +67,9 @@ type merger struct {
 	out     *Run
 	reqRows map[string]*RequestRow   // the merged request rows, by key
 	series  map[string][]SeriesPoint // every instance's points, by scenario
+	// starts: each scenario's earliest start (Unix ms) over the instances
+	// that knew it; a scenario is absent when one of them did not
+	starts map[string]float64
 }
 
 // header merges the run's identity (the first instance's), its span (the
@@ -171,7 +182,11 @@ func (m *merger) mergeSeries() {
 		// the settled view of the merged series: the instances' own views
 		// each saw a part of the load
 		if sc := s.Scenarios[name]; sc != nil {
-			sc.Settled = settleSeries(pts, s.Started.UnixNano(), s.Aborted)
+			// from the scenario's start, as each instance measured its own
+			// (not the test's: a phase chained with startTime starts later);
+			// unknown (older files): from the merged series' first iteration
+			sc.StartedMs = m.starts[name]
+			sc.Settled = settleSeries(pts, int64(m.starts[name]*1e6), s.Aborted)
 		}
 	}
 }

@@ -92,6 +92,10 @@ type Scenario struct {
 	LevelDrift *float64 `json:"level_drift"`
 	Iterations int64    `json:"iterations"`
 	Untagged   int64    `json:"untagged"`
+	// StartedMs is the scenario's start (Unix ms), from which TTSS and the
+	// settled boundary count (a phase chained with startTime starts after
+	// the test); 0 in files written before it was kept.
+	StartedMs float64 `json:"started_ms,omitempty"`
 	// TTSSMs is the time to steady state: from the scenario start to the
 	// (retroactive) start of the steady segment; nil when never reached.
 	TTSSMs          *float64 `json:"ttss_ms"`

@@ -69,7 +69,7 @@ func (b *synthBuilder) finish() *Run {
 	s.RunID = "synth"
 	ttss, ce, ss := 12000.0, 1200.0, 12000.0
 	s.Scenarios["load"] = &Scenario{Scope: "scenario", Input: "iteration", Class: "warmup", Regime: "steady", Steady: true,
-		TTSSMs: &ttss, ColdEnd: &Point{Index: 1, ElapsedMs: ce}, SteadyStart: &Point{Index: 2, ElapsedMs: ss},
+		StartedMs: float64(b.start.UnixMilli()), TTSSMs: &ttss, ColdEnd: &Point{Index: 1, ElapsedMs: ce}, SteadyStart: &Point{Index: 2, ElapsedMs: ss},
 		Transitions: []Transition{
 			{Kind: "cold_end", From: "cold", To: "warmup", AtMs: float64(b.start.UnixMilli()) + ce, ElapsedMs: ce},
 			{Kind: "steady", From: "warmup", To: "steady", AtMs: float64(b.start.UnixMilli()) + ss, ElapsedMs: ss},

@@ -32,6 +32,9 @@ func TestMergeResettles(t *testing.T) {
 		run := p.finish()
 		// each instance's own view (of half the load) must not survive the merge
 		run.Summary.Scenarios["load"].Settled = &Settled{Steady: false, Class: "no-steady-state", Reason: "instance view"}
+		// the test started a minute before this scenario (a phase chained
+		// with startTime): TTSS counts from the scenario's start
+		run.Summary.Started = start.Add(-time.Minute)
 		require.NoError(t, run.WriteDir(dirs[i], WriteOptions{}))
 		var err error
 		runs[i], err = LoadDir(dirs[i])
@@ -39,6 +42,7 @@ func TestMergeResettles(t *testing.T) {
 	}
 	merged, err := Merge(runs, dirs)
 	require.NoError(t, err)
+	require.Equal(t, t0, merged.Summary.Scenarios["load"].StartedMs, "the scenario's start, from which TTSS counts")
 	got := merged.Summary.Scenarios["load"].Settled
 	require.NotNil(t, got)
 	require.True(t, got.Steady, "reason: %s", got.Reason)
