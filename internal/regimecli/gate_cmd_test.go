@@ -34,6 +34,16 @@ func TestGateCommand(t *testing.T) {
 	unsettled := summaryDir(t, withSettled(false, false))
 	partial := summaryDir(t, withSettled(true, true))
 	old := summaryDir(t, nil)
+	// merge's re-settled views: from the series, exact or not
+	mergedView := func(approximate bool) func(s *results.Summary) {
+		return func(s *results.Summary) {
+			withSettled(true, false)(s)
+			v := s.Scenarios["load"].Settled
+			v.FromSeries, v.Approximate, v.Endpoints = true, approximate, nil
+			v.Stats.Requests, v.Stats.Failed, v.Stats.ErrorRate = 0, 0, nil
+		}
+	}
+	merged, mergedApprox := summaryDir(t, mergedView(false)), summaryDir(t, mergedView(true))
 
 	for _, tc := range []struct {
 		name string
@@ -55,6 +65,11 @@ func TestGateCommand(t *testing.T) {
 		{"no budget", []string{"gate", ok}, 2, []string{"no budget given"}},
 		{"unknown scenario", []string{"gate", ok, "--scenario", "x", "--budget", "p95<1s"}, 2, []string{`no scenario "x"; scenarios: load`}},
 		{"unknown endpoint", []string{"gate", ok, "--scenario", "load", "--endpoint", "x", "--budget", "p95<1s"}, 2, []string{`no endpoint "x"; endpoints: get`}},
+		{"merged exact", []string{"gate", merged, "--budget", "p99<=12,ttss<9s"}, 0, []string{"PASS"}},
+		{"merged error rate", []string{"gate", merged, "--budget", "p95<10ms,error_rate<1%"}, 2, []string{"load: error_rate: the settled view of a merged folder has no error rate", "gate each instance's folder"}},
+		{"merged approximate tail", []string{"gate", mergedApprox, "--budget", "p50<10ms,p99<1s"}, 2, []string{"load: p99: the settled view of this merged folder is approximate", "seriesLimit"}},
+		{"merged approximate median", []string{"gate", mergedApprox, "--budget", "p50<10ms,ttss<9s"}, 0, []string{"PASS"}},
+		{"merged endpoint", []string{"gate", merged, "--scenario", "load", "--endpoint", "get", "--budget", "p95<1s"}, 2, []string{"re-settled by merge", "keep no endpoint views"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out := runRegime(t, tc.args...)

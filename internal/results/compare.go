@@ -193,6 +193,24 @@ func (k *comparer) missing(sc, metric string) string {
 	return "missing in candidate"
 }
 
+// approximateTail names the run ("base", "candidate") whose settled view
+// of scenario sc is merge's approximate one, when metric is a tail figure
+// of that view; "" otherwise.
+func (k *comparer) approximateTail(sc, metric string) string {
+	if metric != "settled_p95" && metric != "settled_p99" {
+		return ""
+	}
+	for _, r := range []struct {
+		name string
+		s    *Summary
+	}{{"base", k.base}, {"candidate", k.cand}} {
+		if x := r.s.Scenarios[sc]; x != nil && x.Settled != nil && x.Settled.Approximate {
+			return r.name
+		}
+	}
+	return ""
+}
+
 // add appends the row of one figure (b: the base's, x: the candidate's, nil
 // when missing) and judges it against its budget, if it has one.
 func (k *comparer) add(what, scope, scenario, metric string, b, x *float64) {
@@ -214,6 +232,13 @@ func (k *comparer) add(what, scope, scenario, metric string, b, x *float64) {
 func (k *comparer) judge(row *CompareRow, bud Budget, scenario string) {
 	b, x := row.Base, row.Cand
 	what, scope, metric := row.What, row.Scope, row.Metric
+	if which := k.approximateTail(scenario, metric); which != "" && b != nil && x != nil {
+		row.Fail, row.Note = true, which+"'s settled view is approximate (merged)"
+		k.c.Failures = append(k.c.Failures, fmt.Sprintf("%s %s %s: the %s's settled view was re-settled by merge from series "+
+			"whose points held several iterations, so its %s understates the tail: budget %s cannot be judged on it "+
+			"(compare the instances' folders, or raise seriesLimit)", what, scope, metric, which, metric, bud))
+		return
+	}
 	switch {
 	case b != nil && x != nil:
 		k.judged[metric]++

@@ -152,6 +152,10 @@ func JudgeSettled(s *Summary, rules []LimitRule, scenario, endpoint string) (*Ga
 				eps = append(eps, e)
 			}
 			sort.Strings(eps)
+			if len(eps) == 0 && v.FromSeries {
+				return nil, fmt.Errorf("--endpoint: scenario %s was re-settled by merge from its instances' iteration series, "+
+					"which keep no endpoint views: gate each instance's folder", name)
+			}
 			if len(eps) == 0 {
 				return nil, fmt.Errorf("--endpoint: scenario %s has no endpoint views (they need scope: 'endpoint' in regime.configure())", name)
 			}
@@ -169,6 +173,9 @@ func JudgeSettled(s *Summary, rules []LimitRule, scenario, endpoint string) (*Ga
 			continue
 		}
 		for _, r := range rules {
+			if err := mergedCanJudge(v, label, r.Metric); err != nil {
+				return nil, err
+			}
 			val := settledFigure(v, r.Metric)
 			lv := LimitVerdict{View: label, Rule: r, Value: val}
 			switch {
@@ -181,6 +188,28 @@ func JudgeSettled(s *Summary, rules []LimitRule, scenario, endpoint string) (*Ga
 		}
 	}
 	return res, nil
+}
+
+// mergedCanJudge refuses a budget that a settled view re-settled by merge
+// cannot judge honestly: the error rate (the series carry no requests),
+// and, when points held several iterations, the tail (their medians
+// understate it: a budget would pass on a tail it never saw).
+func mergedCanJudge(v *Settled, label, metric string) error {
+	if !v.FromSeries {
+		return nil
+	}
+	switch metric {
+	case "error_rate":
+		return fmt.Errorf("%s: error_rate: the settled view of a merged folder has no error rate "+
+			"(merge re-settles from the instances' iteration series, which carry no request counts): gate each instance's folder", label)
+	case "p90", "p95", "p99", "max":
+		if v.Approximate {
+			return fmt.Errorf("%s: %s: the settled view of this merged folder is approximate (points of its series held several "+
+				"iterations, recorded at their median, so its %s understates the tail): gate each instance's folder, "+
+				"or raise seriesLimit in regime.configure() so that every point is one iteration", label, metric, metric)
+		}
+	}
+	return nil
 }
 
 func settledFigure(v *Settled, metric string) *float64 {

@@ -187,6 +187,13 @@ func (m *merger) mergeSeries() {
 			// unknown (older files): from the merged series' first iteration
 			sc.StartedMs = m.starts[name]
 			sc.Settled = settleSeries(pts, int64(m.starts[name]*1e6), s.Aborted)
+			sc.Settled.FromSeries = true
+			for _, p := range pts {
+				if p.N > 1 {
+					sc.Settled.Approximate = true
+					break
+				}
+			}
 		}
 	}
 }

@@ -132,6 +132,13 @@ type Settled struct {
 	Reason string `json:"reason,omitempty"`
 	// Partial: the run was interrupted; the view judges what it saw.
 	Partial bool `json:"partial,omitempty"`
+	// FromSeries: re-settled by merge from the instances' iteration series,
+	// which carry no request counts: no error rate, no endpoint views.
+	// Approximate: some points of those series held several iterations,
+	// recorded at their median, so the view's figures above the median
+	// (p90 to max) understate the tail.
+	FromSeries  bool `json:"from_series,omitempty"`
+	Approximate bool `json:"approximate,omitempty"`
 	// Boundary is where the steady state starts: the number of
 	// observations that started before it, and its time; TTSSMs the time
 	// from the scenario's start to it. Nil when not steady.

@@ -45,6 +45,8 @@ func TestMergeResettles(t *testing.T) {
 	require.Equal(t, t0, merged.Summary.Scenarios["load"].StartedMs, "the scenario's start, from which TTSS counts")
 	got := merged.Summary.Scenarios["load"].Settled
 	require.NotNil(t, got)
+	require.True(t, got.FromSeries, "merge's view, from the series")
+	require.False(t, got.Approximate, "every point of the series is one iteration")
 	require.True(t, got.Steady, "reason: %s", got.Reason)
 	require.Equal(t, "warmup", got.Class)
 	// the ramp from 10 to 5 ms ends at 12 s; within the 25% band from ~8 s
@@ -167,4 +169,41 @@ func TestWindowsSettledColumn(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte(windowsHeader+"\nload,,0,1,2\n"), 0o600))
 	_, err = readWindows(p)
 	require.ErrorContains(t, err, "line 2: 5 fields, want 16")
+}
+
+// TestMergeApproximate: a merged settled view from series whose points hold
+// several iterations says so (its tail understates), and gate refuses to
+// judge its tail on it.
+func TestMergeApproximate(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(7, 8))
+	parts := [2]*synthBuilder{newSynth(1000, start), newSynth(1000, start)}
+	const n = 20000
+	t0 := float64(start.UnixMilli())
+	for i := range n {
+		v, r := synthLatency(i, n, rng)
+		parts[i%2].add(int64(i/2), v, r, t0+60000*float64(i+1)/n)
+	}
+	runs := make([]*Run, 2)
+	for i, p := range parts {
+		dir := t.TempDir()
+		require.NoError(t, p.finish().WriteDir(dir, WriteOptions{}))
+		var err error
+		runs[i], err = LoadDir(dir)
+		require.NoError(t, err)
+	}
+	merged, err := Merge(runs, []string{"a", "b"})
+	require.NoError(t, err)
+	got := merged.Summary.Scenarios["load"].Settled
+	require.True(t, got.FromSeries)
+	require.True(t, got.Approximate, "10,000 iterations an instance in 1,000 points")
+	rules, err := ParseLimits("p50<100")
+	require.NoError(t, err)
+	_, err = JudgeSettled(merged.Summary, rules, "", "")
+	require.NoError(t, err, "the median is judged")
+	rules, err = ParseLimits("p99<100")
+	require.NoError(t, err)
+	_, err = JudgeSettled(merged.Summary, rules, "", "")
+	require.ErrorContains(t, err, "approximate")
 }
