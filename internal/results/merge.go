@@ -23,6 +23,24 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("merge: no results to merge")
 	}
+	// the same run twice would be counted twice: a copied folder, or a
+	// merged folder (it keeps its first instance's run id) with its sources
+	seen := map[string]string{}
+	for i, r := range runs {
+		id := r.Summary.RunID
+		if id == "" {
+			continue
+		}
+		name := fmt.Sprintf("input %d", i+1)
+		if i < len(names) {
+			name = names[i]
+		}
+		if first, ok := seen[id]; ok {
+			return nil, fmt.Errorf("merge: %s and %s hold the same run (run_id %s): a copy of a folder, or a merged folder "+
+				"given with one of its sources; give each instance's folder once", first, name, id)
+		}
+		seen[id] = name
+	}
 	m := &merger{out: NewRun(), reqRows: map[string]*RequestRow{}, series: map[string][]SeriesPoint{}, starts: map[string]float64{}}
 	unknownStart := map[string]bool{}
 	s := m.out.Summary

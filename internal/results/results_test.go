@@ -1,6 +1,7 @@
 package results
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -107,7 +108,9 @@ func synthRun(n, limit int, seed uint64) *Run {
 				FirstMs: end - 1, LastMs: end, N: 50, Median: v, Tail: v * 1.3, Regime: Regimes[r]})
 		}
 	}
-	return b.finish()
+	run := b.finish()
+	run.Summary.RunID = fmt.Sprintf("synth-%d", seed)
+	return run
 }
 
 func TestHLogReadBackGivesThePercentiles(t *testing.T) {
@@ -232,7 +235,9 @@ func TestMergeIsExact(t *testing.T) {
 	dirs := []string{t.TempDir(), t.TempDir()}
 	runs := make([]*Run, 2)
 	for i, p := range parts {
-		require.NoError(t, p.finish().WriteDir(dirs[i], WriteOptions{}))
+		run := p.finish()
+		run.Summary.RunID = fmt.Sprintf("synth-%d", i) // two instances: two runs
+		require.NoError(t, run.WriteDir(dirs[i], WriteOptions{}))
 		var err error
 		runs[i], err = LoadDir(dirs[i])
 		require.NoError(t, err)

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ func TestMergeResettles(t *testing.T) {
 	dirs := []string{t.TempDir(), t.TempDir()}
 	for i, p := range parts {
 		run := p.finish()
+		run.Summary.RunID = fmt.Sprintf("synth-%d", i)
 		// each instance's own view (of half the load) must not survive the merge
 		run.Summary.Scenarios["load"].Settled = &Settled{Steady: false, Class: "no-steady-state", Reason: "instance view"}
 		// the test started a minute before this scenario (a phase chained
@@ -188,7 +190,9 @@ func TestMergeApproximate(t *testing.T) {
 	runs := make([]*Run, 2)
 	for i, p := range parts {
 		dir := t.TempDir()
-		require.NoError(t, p.finish().WriteDir(dir, WriteOptions{}))
+		run := p.finish()
+		run.Summary.RunID = fmt.Sprintf("synth-%d", i)
+		require.NoError(t, run.WriteDir(dir, WriteOptions{}))
 		var err error
 		runs[i], err = LoadDir(dir)
 		require.NoError(t, err)
@@ -206,4 +210,11 @@ func TestMergeApproximate(t *testing.T) {
 	require.NoError(t, err)
 	_, err = JudgeSettled(merged.Summary, rules, "", "")
 	require.ErrorContains(t, err, "approximate")
+
+	// the same run twice is refused, not counted twice: a copy, or a merged
+	// folder (it keeps its first instance's run id) with its sources
+	_, err = Merge([]*Run{runs[0], runs[1], runs[0]}, []string{"a", "b", "a-copy"})
+	require.ErrorContains(t, err, "merge: a and a-copy hold the same run (run_id synth-0)")
+	_, err = Merge([]*Run{merged, runs[0]}, []string{"merged", "a"})
+	require.ErrorContains(t, err, "merge: merged and a hold the same run")
 }
