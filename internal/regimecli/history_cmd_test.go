@@ -145,8 +145,13 @@ func TestProfileCommand(t *testing.T) {
 	}{
 		{"two runs", append([]string{"profile", "--out", filepath.Join(dir, "x.json")}, runs[:2]...), "2 run(s); a profile needs at least 3"},
 		{"no out", append([]string{"profile"}, runs...), "--out FILE is required"},
-		{"svg is out", append([]string{"profile", "--out", filepath.Join(dir, "x.svg")}, runs...), "--svg and --out are the same file"},
-		{"bad tolerance", append([]string{"profile", "--out", filepath.Join(dir, "x.json"), "--rate-tolerance", "-1"}, runs...), "--rate-tolerance must be >= 0"},
+		{"svg is out", append([]string{"profile", "--out", filepath.Join(dir, "x.svg")}, runs...), "are the same file"},
+		{"bad tolerance", append([]string{"profile", "--out", filepath.Join(dir, "x.json"), "--rate-tolerance", "-1"}, runs...), "--rate-tolerance must be a finite share >= 0"},
+		{"NaN tolerance", append([]string{"profile", "--out", filepath.Join(dir, "x.json"), "--rate-tolerance", "NaN"}, runs...), "got NaN"},
+		{"svg spelt otherwise", append([]string{"profile", "--out", filepath.Join(dir, "x.json"), "--svg", dir + "/./x.json"}, runs...), "are the same file"},
+		{"out in a run folder", append([]string{"profile", "--out", filepath.Join(runs[0], "series", "p.json")}, runs...), "lies inside the results folder"},
+		{"history out in a run folder", append([]string{"history", "--out", filepath.Join(runs[0], "summary.json")}, runs...), "lies inside the results folder"},
+		{"report over the series", []string{"report", runs[0], "--out", filepath.Join(runs[0], "series", "x.csv")}, "where only its report.html may be written"},
 	} {
 		code, txt := runRegime(t, tc.args...)
 		require.Equal(t, 2, code, "%s: %s", tc.name, txt)

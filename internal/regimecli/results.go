@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -214,6 +215,42 @@ func writeFilesAtomic(files map[string][]byte) error {
 	return nil
 }
 
+// runDataFile says whether path would replace a data file of a results
+// folder (summary.json, the histograms, the series, windows.csv, k6's
+// metrics, ...): a file anywhere inside a folder holding a summary.json,
+// other than its report.html when report is set. It returns the folder.
+func runDataFile(path string, report bool) (string, bool) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, results.SummaryFile)); err == nil {
+			rel, _ := filepath.Rel(dir, abs)
+			if report && strings.EqualFold(rel, results.ReportFile) {
+				return "", false
+			}
+			return dir, true
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			return "", false
+		}
+	}
+}
+
+// sameFile says whether two output paths name one file (their cleaned
+// absolute paths, or the same existing file).
+func sameFile(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	if err1 == nil && err2 == nil && aa == bb {
+		return true
+	}
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
 // runFolders expands the arguments of history: a folder with a
 // summary.json is a run; any other folder stands for the run folders in it.
 func runFolders(args []string) ([]string, error) {
@@ -393,6 +430,9 @@ invalid folder, or an --out that names one of the folder's data files.`,
 			if base := filepath.Base(out); base != results.ReportFile && results.ReservedName(base) {
 				return troubleError(fmt.Errorf("report: --out %s would replace a results folder's data file; give another name", out))
 			}
+			if dir, ok := runDataFile(out, true); ok {
+				return troubleError(fmt.Errorf("report: --out %s lies inside the results folder %s, where only its report.html may be written; give another path", out, dir))
+			}
 			r, err := results.LoadDir(args[0])
 			if err != nil {
 				return troubleError(fmt.Errorf("report: %w", err))
@@ -551,6 +591,9 @@ func writeHistory(gs *state.GlobalState, args []string, out string, o results.Hi
 		}
 		return nil
 	}
+	if dir, ok := runDataFile(out, false); ok {
+		return troubleError(fmt.Errorf("history: --out %s lies inside the results folder %s; give a path outside it", out, dir))
+	}
 	if err := writeFilesAtomic(map[string][]byte{out: b}); err != nil {
 		return troubleError(fmt.Errorf("history: %w", err))
 	}
@@ -564,14 +607,19 @@ func writeProfile(gs *state.GlobalState, args []string, out, svg string, o resul
 	if out == "" {
 		return troubleError(errors.New("profile: --out FILE is required"))
 	}
-	if o.RateTolerance < 0 {
-		return troubleError(fmt.Errorf("profile: --rate-tolerance must be >= 0 (0: no check), got %g", o.RateTolerance))
+	if !(o.RateTolerance >= 0) || math.IsInf(o.RateTolerance, 1) {
+		return troubleError(fmt.Errorf("profile: --rate-tolerance must be a finite share >= 0 (0.2: 20%%; 0: no check), got %g", o.RateTolerance))
 	}
 	if svg == "" {
 		svg = strings.TrimSuffix(out, filepath.Ext(out)) + ".svg"
 	}
-	if svg == out {
-		return troubleError(fmt.Errorf("profile: --svg and --out are the same file %s", out))
+	if sameFile(svg, out) {
+		return troubleError(fmt.Errorf("profile: --svg %s and --out %s are the same file", svg, out))
+	}
+	for flag, p := range map[string]string{"--out": out, "--svg": svg} {
+		if dir, ok := runDataFile(p, false); ok {
+			return troubleError(fmt.Errorf("profile: %s %s lies inside the results folder %s; give a path outside it", flag, p, dir))
+		}
 	}
 	dirs, err := runFolders(args)
 	if err != nil {

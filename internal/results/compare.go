@@ -45,6 +45,7 @@ func ParseBudgets(spec string) ([]Budget, error) {
 	for _, m := range BudgetMetrics {
 		valid[m] = true
 	}
+	seen := map[string]bool{}
 	for _, item := range strings.Split(spec, ",") {
 		item = strings.TrimSpace(item)
 		k, v, ok := strings.Cut(item, "=")
@@ -60,6 +61,11 @@ func ParseBudgets(spec string) ([]Budget, error) {
 			errs = append(errs, fmt.Errorf("--fail-on: unknown metric %q in %q", k, item))
 			continue
 		}
+		if seen[k] {
+			errs = append(errs, fmt.Errorf("--fail-on: %s is given twice; give one budget per metric", k))
+			continue
+		}
+		seen[k] = true
 		b := Budget{Metric: k}
 		num := strings.TrimPrefix(v, "+")
 		if strings.HasSuffix(num, "%") {
@@ -248,8 +254,12 @@ func (k *comparer) judge(row *CompareRow, bud Budget, scenario string) {
 		}
 		if *x-*b > limit+1e-12 {
 			row.Fail = true
-			k.c.Failures = append(k.c.Failures, fmt.Sprintf("%s %s %s: base %s, candidate %s exceeds budget %s",
-				what, scope, metric, fmtOpt(b), fmtOpt(x), bud))
+			hint := ""
+			if bud.Relative && *b == 0 {
+				hint = fmt.Sprintf(" (a share of a base of 0 allows no increase: give an absolute limit, %s=+N)", metric)
+			}
+			k.c.Failures = append(k.c.Failures, fmt.Sprintf("%s %s %s: base %s, candidate %s exceeds budget %s%s",
+				what, scope, metric, fmtOpt(b), fmtOpt(x), bud, hint))
 		}
 	case b != nil:
 		row.Fail, row.Note = true, k.missing(scenario, metric)

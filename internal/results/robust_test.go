@@ -236,3 +236,13 @@ func TestMergeEnds(t *testing.T) {
 	require.Equal(t, EndInterrupted, got.Status)
 	require.Equal(t, "instance b", got.Detail)
 }
+
+// TestParseBudgetsRefusesDuplicates: two budgets on one metric kept only the
+// last one, silently.
+func TestParseBudgetsRefusesDuplicates(t *testing.T) {
+	t.Parallel()
+	_, err := ParseBudgets("p95=+10%,p95=+50%")
+	require.ErrorContains(t, err, "--fail-on: p95 is given twice; give one budget per metric")
+	_, err = ParseBudgets("p99.9=+10%,p99_9=+5%")
+	require.ErrorContains(t, err, "p99_9 is given twice")
+}
