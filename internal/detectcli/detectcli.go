@@ -66,7 +66,7 @@ the series. --tags writes every observation's online tag.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			show, err := o.prepare(cmd.Flags(), stderr)
+			show, err := o.prepare(cmd.Flags(), stderr, args)
 			if err != nil {
 				return err
 			}
@@ -96,7 +96,7 @@ the series. --tags writes every observation's online tag.`,
 
 // prepare applies the preset, checks the options (usage errors), opens
 // the --tags file, and says whether to show progress.
-func (o *options) prepare(fs *pflag.FlagSet, stderr io.Writer) (showProgress bool, err error) {
+func (o *options) prepare(fs *pflag.FlagSet, stderr io.Writer, inputs []string) (showProgress bool, err error) {
 	if err := o.applyPreset(fs); err != nil {
 		return false, usageError(err)
 	}
@@ -124,6 +124,14 @@ func (o *options) prepare(fs *pflag.FlagSet, stderr io.Writer) (showProgress boo
 		return false, usageError(fmt.Errorf("--progress must be one of auto, always, never; got %q", o.progress))
 	}
 	if o.tagsPath != "" {
+		// creating the --tags file empties it: never one of the inputs
+		if ti, err := os.Stat(o.tagsPath); err == nil {
+			for _, in := range inputs {
+				if fi, err := os.Stat(in); err == nil && os.SameFile(ti, fi) {
+					return false, usageError(fmt.Errorf("--tags %s is the input file %s; give another file name", o.tagsPath, in))
+				}
+			}
+		}
 		tw, err := newTagWriter(o.tagsPath)
 		if err != nil {
 			return false, usageError(fmt.Errorf("--tags: %w", err))

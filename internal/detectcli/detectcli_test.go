@@ -319,4 +319,16 @@ func TestTagsAndNoHindsight(t *testing.T) {
 	code = Run([]string{"--tags", filepath.Join(dir, "missing", "t.csv"), in}, &stdout, &stderr)
 	require.Equal(t, 2, code, "an unwritable --tags path is bad input")
 	require.Contains(t, stderr.String(), "--tags")
+
+	// --tags naming an input would empty it before it is read
+	before, err := os.ReadFile(in)
+	require.NoError(t, err)
+	stdout.Reset()
+	stderr.Reset()
+	code = Run([]string{"--tags", dir + "/./" + filepath.Base(in), in}, &stdout, &stderr)
+	require.Equal(t, 2, code, stderr.String())
+	require.Contains(t, stderr.String(), "is the input file")
+	after, err := os.ReadFile(in)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the input is untouched")
 }

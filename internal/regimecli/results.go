@@ -165,6 +165,12 @@ func writeFilesAtomic(files map[string][]byte) error {
 			_ = f.Close()
 			return err
 		}
+		// on disk before it replaces anything: a crash after the rename
+		// must not leave an empty file at the path
+		if err := f.Sync(); err != nil {
+			_ = f.Close()
+			return err
+		}
 		if err := f.Close(); err != nil {
 			return err
 		}
