@@ -505,6 +505,9 @@ func compareCommand(gs *state.GlobalState) *cobra.Command {
 				return troubleError(err)
 			}
 			if profile != "" {
+				if allowIncomplete {
+					return troubleError(errors.New("compare: --allow-incomplete-base has no base to allow with --profile (the profile's runs are the base)"))
+				}
 				return compareProfile(gs, profile, args[0], budgets)
 			}
 			return compareRuns(gs, args[0], args[1], budgets, allowIncomplete)
@@ -553,6 +556,11 @@ func compareProfile(gs *state.GlobalState, path, dir string, budgets []results.B
 		}
 	}
 	fmt.Fprintf(gs.Stdout, "%s against the profile %s (%d runs):\n", dir, path, len(p.Runs))
+	if !s.Completed() {
+		// judged all the same, as compare judges a candidate: its figures
+		// are those of what it ran
+		fmt.Fprintln(gs.Stdout, "NOTE: the run did not complete: "+s.EndText())
+	}
 	for _, c := range checks {
 		fmt.Fprintln(gs.Stdout, "  "+c.Text())
 	}
