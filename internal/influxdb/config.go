@@ -368,7 +368,9 @@ func (r *settingReader) limits(cfg *config) {
 	cfg.MaxRetries = r.intIn("maxRetries", 0, 100)
 	cfg.RetryInterval = r.durIn("retryInterval", time.Millisecond, 10*time.Minute)
 	cfg.MaxRetryInterval = r.durIn("maxRetryInterval", time.Millisecond, time.Hour)
-	cfg.StopTimeout = r.durIn("stopTimeout", 0, time.Hour)
+	// at least 100 ms: with no wait at all the run's summary points are
+	// never written
+	cfg.StopTimeout = r.durIn("stopTimeout", 100*time.Millisecond, time.Hour)
 	if cfg.BufferLimit > 0 && cfg.BatchSize > cfg.BufferLimit {
 		r.bad("batchSize", fmt.Sprintf("must not exceed bufferLimit (%d)", cfg.BufferLimit))
 	}

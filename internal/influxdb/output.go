@@ -73,6 +73,7 @@ type Output struct {
 
 	droppedFull atomic.Int64 // events lost because the buffer was full
 	droppedLate atomic.Int64 // events after Stop began
+	givenUp     atomic.Bool  // Stop stopped waiting (stopTimeout)
 	handed      atomic.Int64 // points given to the client
 	delivered   atomic.Int64 // points InfluxDB acknowledged (2xx)
 	writeErrors atomic.Int64
@@ -259,8 +260,12 @@ func (o *Output) stop() {
 		defer close(done)
 		<-o.pumpDone
 		o.writeAPI.Flush()
-		for _, p := range SummaryPoints(o.run.Report(), o.Counts(), o.now()) {
-			o.write(p)
+		// after stopTimeout nobody waits: the summary, whose counts the
+		// report has already given, is not written late
+		if !o.givenUp.Load() {
+			for _, p := range SummaryPoints(o.run.Report(), o.Counts(), o.now()) {
+				o.write(p)
+			}
 		}
 		o.client.Close() // flushes, then closes the errors channel
 		<-o.errsDone
@@ -272,6 +277,7 @@ func (o *Output) stop() {
 	case <-done:
 	case <-timer.C:
 		timedOut = true
+		o.givenUp.Store(true)
 	}
 	o.report(timedOut)
 	libLog.clear(o.logger)
@@ -304,6 +310,11 @@ func (o *Output) Counts() Counts {
 func (o *Output) report(timedOut bool) {
 	c := o.Counts()
 	total, buffer, unacked, written := c.Dropped, c.DroppedBuffer, c.Unacknowledged, c.Written
+	if total == 0 && timedOut {
+		o.logger.Warnf("%s: gave up waiting after stopTimeout %s: the last writes to %s and the run's summary points may be missing (%d points written)",
+			Name, o.cfg.StopTimeout, o.cfg.target(), written)
+		return
+	}
 	if total == 0 {
 		o.logger.Debugf("%s: wrote %d points to %s (testid %q)", Name, written, o.cfg.target(), o.cfg.TestID)
 		return
