@@ -99,6 +99,9 @@ export interface ScenarioSummary {
 /** The settled view of a scenario (its iterations) or of an endpoint (its requests). */
 export interface Settled {
   steady: boolean; class: Class; reason?: string; partial?: boolean;
+  /** Re-settled by merge from the instances' series (no error rate, no endpoint views); approximate when points
+   * of those series held several iterations, so its figures above the median understate the tail. */
+  from_series?: boolean; approximate?: boolean;
   /** Where steady state starts: observations started before it, ms from the scenario start. Null when not steady. */
   boundary: { index: number; elapsed_ms: number } | null;
   ttss_ms: number | null;
