@@ -24,7 +24,7 @@ func (d *Detector) coldStep(p Point, v float64) {
 			d.cold.cand++
 		}
 	}
-	if i-d.cold.cand+1 >= int64(d.cfg.ColdConfirm) || i+1 >= int64(d.cfg.ColdMax) {
+	if i-d.cold.cand+1 >= int64(d.cfg.ColdConfirm) || i-d.cold.first+1 >= int64(d.cfg.ColdMax) {
 		d.endCold(p)
 	}
 }

@@ -92,6 +92,7 @@ type coldTail struct {
 	at    [coldBufSize]int64
 	med   [maxColdConfirm]float64
 	cand  int64 // the candidate end of the cold tail: its first observation that is not cold
+	first int64 // the first valid observation (value > 0 and finite)
 	end   Point
 	found bool
 }
@@ -171,12 +172,22 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	d.counts[r]++
 	if !(v > 0) || v > math.MaxFloat64 {
 		d.outOfRange++
+		if idx < coldBufSize {
+			// its time, for the cold tail's end and the prior's clock
+			// (its value stays 0: no information)
+			d.cold.at[idx] = t
+		}
 		return r
 	}
 	if d.scale == 0 {
 		// Scale from the first observation: it maps to DynamicRange units,
 		// giving sig_digits precision from first/DynamicRange*100 upward.
 		d.scale = d.cfg.DynamicRange / v
+		// the cold tail starts at the first valid observation: invalid
+		// ones before it (a service not up yet) are neither its end nor
+		// part of its length (cold_max)
+		d.cold.first = idx
+		d.cold.cand = max(d.cold.cand, idx)
 	}
 	x := v * d.scale
 	if x < 1 || x > d.hiX {
@@ -238,5 +249,6 @@ func (d *Detector) Snapshot() Snapshot {
 	if len(d.steady.relapses) > 0 {
 		s.Relapses = slices.Clone(d.steady.relapses)
 	}
+	s.NRelapses = d.steady.nRelapses
 	return s
 }

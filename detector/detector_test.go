@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -104,6 +105,7 @@ func checkInvariants(tb testing.TB, res runResult, n int64) {
 	}
 	require.Equal(tb, cur, s.Regime)
 	require.Equal(tb, min(relapses, maxStoredRelapses), len(s.Relapses))
+	require.Equal(tb, relapses, s.NRelapses, "every relapse counted, beyond the stored ones too")
 	for i, w := range res.windows {
 		require.Equal(tb, i, w.Seq)
 		require.Positive(tb, w.N)
@@ -523,4 +525,42 @@ func TestDetectorShift(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, unseen, 3, "without the shift test, most final shifts go unseen")
+}
+
+// TestInvalidFirstObservations: observations with no value (0, NaN: a
+// service not up yet) before the first valid one neither end the cold tail
+// at the epoch nor count towards its length, and the prior's clock starts
+// at the first observation. Before, their buffer slots kept time 0.
+func TestInvalidFirstObservations(t *testing.T) {
+	t.Parallel()
+	const t0 = int64(1_800_000_000_000_000_000) // 2027, in ns
+	for _, invalid := range []int{3, 60, 300} {
+		d, err := New(ServiceConfig())
+		require.NoError(t, err)
+		ts := t0
+		for range invalid {
+			d.Observe(ts, 0)
+			ts += int64(time.Millisecond)
+		}
+		// 2 cold observations (40 ms), then 2 ms for 30 s at 1,000/s
+		for i := range 30_000 {
+			v := 2.0
+			if i < 2 {
+				v = 40
+			}
+			d.Observe(ts, v*(1+0.05*float64(i%7)/7))
+			ts += int64(time.Millisecond)
+		}
+		s := d.Snapshot()
+		require.NotNil(t, s.ColdEnd, "%d invalid first", invalid)
+		require.Greater(t, s.ColdEnd.Time, t0, "%d invalid first: the cold end has a real time", invalid)
+		if invalid < coldBufSize {
+			require.Equal(t, int64(invalid+2), s.ColdEnd.Index, "%d invalid first: the 2 slow ones are the cold tail", invalid)
+		} else {
+			// past the buffer the first observations are not kept: the
+			// cold tail cannot be told, and ends at the first valid one
+			require.Equal(t, int64(invalid), s.ColdEnd.Index)
+		}
+		require.NotNil(t, s.SteadyStart, "%d invalid first", invalid)
+	}
 }

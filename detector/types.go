@@ -171,7 +171,9 @@ type Snapshot struct {
 	// found retroactively; DeclaredAt is where it was declared online
 	// (DeclaredAt.Index >= SteadyStart.Index). Both nil when not steady.
 	SteadyStart, DeclaredAt *Point
-	Relapses                []Relapse
+	// Relapses are the first 64 relapses; NRelapses counts them all.
+	Relapses  []Relapse
+	NRelapses int
 	// Counts holds observations per online regime (the regime in force when
 	// the observation arrived); it sums to N.
 	Counts     [3]int64

@@ -272,7 +272,7 @@ func detectionOf(s detector.Snapshot, start time.Time) *Detection {
 		}
 		return &results.Point{Index: p.Index, ElapsedMs: ms(time.Unix(0, p.Time).Sub(start))}
 	}
-	relapses := len(s.Relapses)
+	relapses := s.NRelapses
 	return &Detection{
 		Class:            s.Class.String(),
 		Observations:     ptrTo(s.N),
