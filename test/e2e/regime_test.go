@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -247,53 +248,79 @@ export function handleSummary() {
 // modes, and with it the samples channel the gate is pushed through: the
 // thresholds then passed on no data whatever the server did.)
 func TestUntaggedRunsStillGate(t *testing.T) {
-	t.Parallel()
+	type run struct {
+		name, tagging string
+		settles       bool
+		args          []string
+		env           map[string]string
+		srv           *scheduleServer
+		summary       string
+		res           k6Result
+		err           error
+	}
+	var runs []*run
 	for _, tagging := range []string{"off", "wrap"} {
 		for _, settles := range []bool{false, true} {
 			name := tagging + "/never-settles"
-			latency := neverSettles(4 * time.Microsecond)
 			if settles {
-				name, latency = tagging+"/settles", coldWarmSteady(40, 200, 2*time.Millisecond)
+				name = tagging + "/settles"
 			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				srv := newScheduleServer(t, latency)
-				summary := filepath.Join(t.TempDir(), "regime.json")
-				res := runK6(t, untaggedGateScript, map[string]string{"BASE_URL": srv.URL, "TAGGING": tagging, "SUMMARY": summary})
-				b, err := os.ReadFile(summary)
-				require.NoError(t, err, "stderr:\n%s", res.Stderr)
-				var s struct {
-					Scenarios map[string]struct {
-						Steady bool `json:"steady"`
-					} `json:"scenarios"`
-				}
-				require.NoError(t, json.Unmarshal(b, &s))
-				if !settles {
-					require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
-					require.Regexp(t, `steady state was (never reached|reached but not held to the end) in gameplay`, res.Stderr)
-					require.Regexp(t, `thresholds on metrics '[^']*regime_steady\{scenario:gameplay\}`, res.Stderr)
-					require.False(t, s.Scenarios["gameplay"].Steady)
-					return
-				}
-				require.Equal(t, 0, res.ExitCode, "stderr:\n%s", res.Stderr)
-				require.True(t, s.Scenarios["gameplay"].Steady)
-				require.NotContains(t, res.Stderr, "no iteration ran")
-			})
+			runs = append(runs, &run{name: name, tagging: tagging, settles: settles, env: map[string]string{"TAGGING": tagging}})
 		}
 	}
 	// without 'scenario' in systemTags k6 tags no sample with its scenario,
 	// so the detectors learn nothing; the gate is still pushed, and with the
 	// scenario tag its threshold selects (it once lacked it: no data, pass)
-	t.Run("auto/no-scenario-system-tag", func(t *testing.T) {
-		t.Parallel()
-		srv := newScheduleServer(t, coldWarmSteady(40, 200, 2*time.Millisecond))
-		summary := filepath.Join(t.TempDir(), "regime.json")
-		res := runK6(t, untaggedGateScript, map[string]string{"BASE_URL": srv.URL, "SUMMARY": summary, "DURATION": "3s"},
-			"--system-tags", "status,method,name,url,group,check,error,error_code,expected_response,proto")
-		require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
-		require.Contains(t, res.Stderr, "keep 'scenario' in systemTags")
-		require.Regexp(t, `thresholds on metrics '[^']*regime_steady\{scenario:gameplay\}`, res.Stderr)
-	})
+	runs = append(runs, &run{name: "auto/no-scenario-system-tag", settles: true, env: map[string]string{"DURATION": "3s"},
+		args: []string{"--system-tags", "status,method,name,url,group,check,error,error_code,expected_response,proto"}})
+	// the five at once (2 VUs each against a server that sleeps): 12 s
+	bin := k6Binary(t)
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		latency := neverSettles(4 * time.Microsecond)
+		if r.settles {
+			latency = coldWarmSteady(40, 200, 2*time.Millisecond)
+		}
+		r.srv = newScheduleServer(t, latency)
+		r.summary = filepath.Join(t.TempDir(), "regime.json")
+		r.env["BASE_URL"], r.env["SUMMARY"] = r.srv.URL, r.summary
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "script.js"), []byte(untaggedGateScript), 0o600))
+		wg.Go(func() {
+			r.res, r.err = runK6Script(bin, dir, "script.js", r.env, append([]string{"--quiet"}, r.args...)...)
+		})
+	}
+	wg.Wait()
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			require.NoError(t, r.err)
+			res := r.res
+			if r.tagging == "" {
+				require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
+				require.Contains(t, res.Stderr, "keep 'scenario' in systemTags")
+				require.Regexp(t, `thresholds on metrics '[^']*regime_steady\{scenario:gameplay\}`, res.Stderr)
+				return
+			}
+			b, err := os.ReadFile(r.summary)
+			require.NoError(t, err, "stderr:\n%s", res.Stderr)
+			var s struct {
+				Scenarios map[string]struct {
+					Steady bool `json:"steady"`
+				} `json:"scenarios"`
+			}
+			require.NoError(t, json.Unmarshal(b, &s))
+			if !r.settles {
+				require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
+				require.Regexp(t, `steady state was (never reached|reached but not held to the end) in gameplay`, res.Stderr)
+				require.Regexp(t, `thresholds on metrics '[^']*regime_steady\{scenario:gameplay\}`, res.Stderr)
+				require.False(t, s.Scenarios["gameplay"].Steady)
+				return
+			}
+			require.Equal(t, 0, res.ExitCode, "stderr:\n%s", res.Stderr)
+			require.True(t, s.Scenarios["gameplay"].Steady)
+			require.NotContains(t, res.Stderr, "no iteration ran")
+		})
+	}
 }
 
 // TestRelapseFailsTheGate: a server that settles and then slows down for

@@ -105,6 +105,7 @@ func readVerdicts(t *testing.T, dir string) map[string]bool {
 // 5 ms, TTSS under 15 s) while the same budget on all samples fails (40% of
 // the requests took 40 ms), so k6 exits 99 on the latter alone.
 func TestSettledThresholds(t *testing.T) {
+	t.Parallel() // with the other parallel tests of the package: a sleeping server each
 	srv := clockServer(t, 10*time.Second, 40*time.Millisecond, 5*time.Millisecond, 0)
 	script := strings.ReplaceAll(settledScript, "${REPO}", repoRoot(t))
 	res := runK6(t, script, map[string]string{"BASE_URL": srv.URL})
@@ -153,6 +154,7 @@ func TestSettledThresholds(t *testing.T) {
 // steady state: regime_settled fails, the gauges have no data and their
 // count>0 guards fail, exit 99 with the reason in the log.
 func TestSettledNeverSettling(t *testing.T) {
+	t.Parallel() // with the other parallel tests of the package: a sleeping server each
 	srv := clockServer(t, 0, 0, time.Millisecond, 15*time.Microsecond)
 	script := strings.ReplaceAll(settledScript, "${REPO}", repoRoot(t))
 	res := runK6(t, script, map[string]string{"BASE_URL": srv.URL})
