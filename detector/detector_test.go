@@ -564,3 +564,34 @@ func TestInvalidFirstObservations(t *testing.T) {
 		require.NotNil(t, s.SteadyStart, "%d invalid first", invalid)
 	}
 }
+
+// TestWindowAfterColdKeepsItsDuration: a window closed while the cold tail
+// was still open restarts at the cold end; what is left closes as a window
+// only if it still spans window_min_duration. At 10 observations a second,
+// 3 slow first ones and cold_confirm 16, the first 1-s window closed while
+// cold, restarted at the 4th observation and closed at once with 8
+// observations over 0.7 s.
+func TestWindowAfterColdKeepsItsDuration(t *testing.T) {
+	t.Parallel()
+	cfg := ServiceConfig()
+	cfg.WindowMin, cfg.ColdConfirm = 8, 16
+	var short []Window
+	cfg.OnWindow = func(w Window) {
+		if w.Last.Time-w.First.Time < int64(cfg.WindowMinDuration) {
+			short = append(short, w)
+		}
+	}
+	d, err := New(cfg)
+	require.NoError(t, err)
+	ts := int64(1_800_000_000_000_000_000)
+	for i := range 600 {
+		v := 2.0
+		if i < 3 {
+			v = 40
+		}
+		d.Observe(ts, v*(1+0.05*float64(i%7)/7))
+		ts += int64(time.Second) / 10
+	}
+	require.Equal(t, int64(3), d.Snapshot().ColdEnd.Index)
+	require.Empty(t, short, "windows shorter than window_min_duration")
+}

@@ -37,7 +37,10 @@ func (d *Detector) tailQuantile(n int64) float64 {
 func (d *Detector) closeWindow() {
 	if d.regime == Cold {
 		d.endCold(d.win.last)
-		if d.win.n < int64(d.cfg.WindowMin) {
+		// the window restarted at the cold end: it closes only if what is
+		// left still makes a window (window_min, and window_min_duration)
+		if d.win.n < int64(d.cfg.WindowMin) ||
+			(d.cfg.WindowMinDuration > 0 && d.win.last.Time-d.win.first.Time < int64(d.cfg.WindowMinDuration)) {
 			return
 		}
 	}
