@@ -281,22 +281,3 @@ func (tb *TimeBuckets) Add(t int64, h *hdrhistogram.Histogram, requests, failed 
 
 // errBadBuckets: a saved bucket series that cannot be read back.
 var errBadBuckets = errors.New("time buckets: width and bucket count must be positive")
-
-// Rebucket returns a copy of tb on buckets of at least width ns from
-// origin (both earlier/wider or equal; an error otherwise): what merging
-// several instances' buckets needs.
-func (tb *TimeBuckets) Rebucket(origin, width int64, maxBuckets int) (*TimeBuckets, error) {
-	if width <= 0 || maxBuckets <= 0 {
-		return nil, errBadBuckets
-	}
-	out, err := NewTimeBuckets(origin, width, maxBuckets)
-	if err != nil {
-		return nil, err
-	}
-	out.early, out.outside = tb.early, tb.outside
-	for k := range tb.b {
-		b := &tb.b[k]
-		out.Add(tb.Start(k), b.H, b.Requests, b.Failed)
-	}
-	return out, nil
-}

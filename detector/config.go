@@ -117,8 +117,10 @@ type Config struct {
 	// ShiftMin is the fewest observations on either side of a change in
 	// mean for shift_z to test it.
 	ShiftMin int `json:"shift_min"`
-	// MinSteadyFraction: a steady segment must span at least this fraction
-	// of all observations seen so far before it is declared (0 disables).
+	// MinSteadyFraction (benchmark method, and Hindsight): a steady
+	// segment must span at least this fraction of all observations seen so
+	// far before it is declared (0 disables). The service method does not
+	// use it: it asks stable_windows or settle_windows windows instead.
 	MinSteadyFraction float64 `json:"min_steady_fraction"`
 	// TailQuantile is the requested tail quantile in percent (99.9). It is
 	// capped per window so that at least TailMinAbove samples lie above it.
@@ -159,9 +161,12 @@ type Config struct {
 	// the relapse rule, not here.
 	TailTrendTolerance float64 `json:"tail_trend_tolerance"`
 	// RelapseTolerance (service method): steady state is lost when the
-	// median of the last relapse_windows windows, or the second half of the
-	// steady segment, lies this far (relative) from the segment's level for
-	// relapse_windows window closes in a row.
+	// median of the last relapse_windows windows lies this far (relative)
+	// from the steady segment's level, or the median of the segment's second
+	// half this far from that of its first half, for relapse_windows window
+	// closes in a row. The band is slower by more than this share, or faster
+	// by more than twice it on a log scale (0.5: 50% slower, or a factor
+	// 2.25 faster).
 	RelapseTolerance float64 `json:"relapse_tolerance"`
 	// SearchWindows (service method) is how far back, in windows, a steady
 	// segment is sought at each window close (bounds the work per window).

@@ -121,6 +121,12 @@ const (
 
 // Transition is a regime change. At is the observation at which it was
 // decided (online); Boundary is where, in hindsight, the new regime began.
+// A steady state that resumes after an excursion (the level came back
+// within the band of the one a relapse left) is a KindSteady transition
+// decided At now whose Boundary is that earlier steady state's start, so
+// it precedes the relapse before it; the excursion's observations were
+// counted in warm-up as they arrived, and Snapshot.DeclaredAt keeps the
+// first declaration.
 type Transition struct {
 	From, To Regime
 	At       Point
