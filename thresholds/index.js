@@ -200,13 +200,13 @@ export function settled(spec, opts = {}) {
     const { metric, tags } = parseKey(key);
     const endpoint = tags[endpointTag];
     const only = tags.scenario;
-    if (only !== undefined && !scenarioNames.includes(only)) {
-      throw new Error(`thresholds: settled(): ${JSON.stringify(key)} names scenario ${JSON.stringify(only)}, which is not judged here; judged: ${scenarioNames.join(', ')}`);
-    }
     const other = Object.keys(tags).filter((k) => k !== endpointTag && k !== 'scenario');
     const latency = LATENCY.has(metric) || metric === 'iteration_duration';
     if (!latency && metric !== 'http_req_failed') {
       continue; // no settled counterpart
+    }
+    if (only !== undefined && !scenarioNames.includes(only)) {
+      throw new Error(`thresholds: settled(): ${JSON.stringify(key)} names scenario ${JSON.stringify(only)}, which is not judged here; judged: ${scenarioNames.join(', ')}`);
     }
     if (other.length > 0) {
       throw new Error(`thresholds: settled(): ${JSON.stringify(key)} has tags ${other.join(', ')}; the settled view is kept per scenario and ${endpointTag} only`);

@@ -72,6 +72,7 @@ test('settled maps budgets to the settled gauges, keeps rule options, and a scen
     iteration_duration: ['max<500'],
     http_req_failed: ['rate<0.01'],
     checks: ['rate>0.99'], // no settled counterpart
+    'checks{scenario:init}': ['rate>0.99'], // skipped as well, whatever scenario it names
   }, { phases: ['gameplay'], scenarios, ttss: 20000 });
   assert.deepEqual(out, {
     'regime_settled_p95{endpoint:claim,scenario:api}': ['value<50'],

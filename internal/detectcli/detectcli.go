@@ -517,7 +517,7 @@ func (o *options) writeFile(path string, enc *json.Encoder, order []*series, hin
 		res := result{
 			File: path, N: snap.N, ColdEnd: idx(snap.ColdEnd), SteadyStart: idx(snap.SteadyStart),
 			DeclaredAt: idx(snap.DeclaredAt), Regime: snap.Regime.String(), Class: snap.Class.String(),
-			Relapses: len(snap.Relapses), Windows: snap.Windows, OutOfRange: snap.OutOfRange,
+			Relapses: snap.NRelapses, Windows: snap.Windows, OutOfRange: snap.OutOfRange,
 			Counts:    map[string]int64{"cold": snap.Counts[0], "warmup": snap.Counts[1], "steady": snap.Counts[2]},
 			Hindsight: hs,
 			Params:    o.cfg,

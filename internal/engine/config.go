@@ -356,6 +356,9 @@ func declaredScenarios(optionsJSON []byte) ([]string, error) {
 // strictUnmarshal decodes JSON and rejects unknown keys, like k6's own
 // option parsing.
 func strictUnmarshal(data []byte, v any) error {
+	if t := bytes.TrimSpace(data); string(t) == "null" {
+		return nil // no settings: the defaults
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {
 		return fmt.Errorf("must be an object of settings, got %s", jsonKind(data))
@@ -380,6 +383,15 @@ func strictUnmarshal(data []byte, v any) error {
 	var errs []error
 	for _, k := range keys {
 		i, ok := fields[k]
+		if !ok {
+			// encoding/json matches keys case-insensitively: so did this
+			for name, j := range fields {
+				if strings.EqualFold(name, k) {
+					i, ok = j, true
+					break
+				}
+			}
+		}
 		if !ok {
 			errs = append(errs, fmt.Errorf("unknown key %q; valid keys: %s", k, strings.Join(valid, ", ")))
 			continue

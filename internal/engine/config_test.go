@@ -111,3 +111,14 @@ func TestConfigEqual(t *testing.T) {
 	require.True(t, withProfile().Equal(withProfile()), "a profile read twice")
 	require.False(t, withProfile().Equal(parse(`{"scenarios":{"load":{}}}`, `{}`)))
 }
+
+// TestConfigureLenientAsJSON: what encoding/json accepted before the strict
+// decoder named keys and types is still accepted: null for no settings,
+// and keys in another case.
+func TestConfigureLenientAsJSON(t *testing.T) {
+	t.Parallel()
+	opts := `{"scenarios":{"warmup":{},"gameplay":{}}}`
+	cfg, err := parseConfig([]byte(opts), []byte(`{"scenarios":{"gameplay":null},"Tagging":"off"}`))
+	require.NoError(t, err)
+	require.Equal(t, TaggingOff, cfg.Tagging)
+}

@@ -264,6 +264,9 @@ func (o *Output) stop() {
 		// report has already given, is not written late
 		if !o.givenUp.Load() {
 			for _, p := range SummaryPoints(o.run.Report(), o.Counts(), o.now()) {
+				if o.givenUp.Load() {
+					break
+				}
 				o.write(p)
 			}
 		}

@@ -160,4 +160,11 @@ func TestProfileCommand(t *testing.T) {
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, ents, "nothing written when refused")
+
+	// a folder that merely holds a summary.json (k6's --summary-export) is
+	// no results folder: a profile may be written below it
+	plain := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(plain, "summary.json"), []byte("{}"), 0o600))
+	code, txt = runRegime(t, append([]string{"profile", "--out", filepath.Join(plain, "p.json")}, runs...)...)
+	require.Equal(t, 0, code, txt)
 }

@@ -231,7 +231,7 @@ func runDataFile(path string, report bool) (string, bool) {
 		return "", false
 	}
 	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, results.SummaryFile)); err == nil {
+		if isRunFolder(dir) {
 			rel, _ := filepath.Rel(dir, abs)
 			if report && strings.EqualFold(rel, results.ReportFile) {
 				return "", false
@@ -242,6 +242,21 @@ func runDataFile(path string, report bool) (string, bool) {
 			return "", false
 		}
 	}
+}
+
+// isRunFolder says whether dir is a results folder: a summary.json of
+// this project's (its schema and run_id), not any summary.json (k6's
+// --summary-export and handleSummary files are often called so).
+func isRunFolder(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, results.SummaryFile))
+	if err != nil {
+		return false
+	}
+	var head struct {
+		Schema *int    `json:"schema"`
+		RunID  *string `json:"run_id"`
+	}
+	return json.Unmarshal(b, &head) == nil && head.Schema != nil && head.RunID != nil
 }
 
 // sameFile says whether two output paths name one file (their cleaned
