@@ -34,7 +34,7 @@ func runK6File(tb testing.TB, path string, env map[string]string, args ...string
 // the test's: an error running k6 (it timed out, or did not start) is
 // returned, with k6's output so far.
 func runK6Script(bin, root, path string, env map[string]string, args ...string) (k6Result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	full := append([]string{"run", "--no-usage-report", "--log-format", "raw"}, args...)
 	cmd := exec.CommandContext(ctx, bin, append(full, path)...)

@@ -6,9 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -16,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,28 +46,14 @@ func runK6(tb testing.TB, script string, env map[string]string, args ...string) 
 	tb.Helper()
 	dir := tb.TempDir()
 	require.NoError(tb, os.WriteFile(filepath.Join(dir, "script.js"), []byte(script), 0o600))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	full := append([]string{"run", "--no-usage-report", "--quiet", "--log-format", "raw"}, args...)
-	full = append(full, "script.js")
-	cmd := exec.CommandContext(ctx, k6Binary(tb), full...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "K6_NO_USAGE_REPORT=true", "REPO="+repoRoot(tb))
+	all := map[string]string{"REPO": repoRoot(tb)}
 	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		all[k] = v
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		code = exitErr.ExitCode()
-	} else {
-		require.NoError(tb, err)
-	}
-	require.NoError(tb, ctx.Err(), "k6 run timed out; stderr:\n%s", stderr.String())
-	return k6Result{ExitCode: code, Stdout: stdout.String(), Stderr: stderr.String(), Dir: dir}
+	res, err := runK6Script(k6Binary(tb), dir, "script.js", all, append([]string{"--quiet"}, args...)...)
+	require.NoError(tb, err)
+	res.Dir = dir
+	return res
 }
 
 // jsonPoint is one line of k6's --out json of type Point.
