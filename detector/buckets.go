@@ -49,6 +49,21 @@ type Bucket struct {
 	// extension marks the iterations its online tags called steady, so
 	// that the settled view can say how far the online tags were from it.
 	Marked int64
+	// the least and greatest duration recorded in the bucket (µs), exact
+	// where Record and RecordN recorded them (the histogram rounds them to
+	// its 2 significant digits: a settled max above every iteration's);
+	// valid when H holds a value
+	minUs, maxUs int64
+}
+
+// note widens the bucket's exact range to [lo, hi] (µs).
+func (b *Bucket) note(lo, hi int64) {
+	if b.H == nil || b.H.TotalCount() == 0 || lo < b.minUs {
+		b.minUs = lo
+	}
+	if b.H == nil || b.H.TotalCount() == 0 || hi > b.maxUs {
+		b.maxUs = hi
+	}
 }
 
 // Geometry of the bucket histograms and the default bucketing.
@@ -138,6 +153,14 @@ func (tb *TimeBuckets) compact() {
 			a.Requests += b.Requests
 			a.Failed += b.Failed
 			a.Marked += b.Marked
+			if b.H != nil && b.H.TotalCount() > 0 {
+				if a.H == nil || a.H.TotalCount() == 0 || b.minUs < a.minUs {
+					a.minUs = b.minUs
+				}
+				if a.H == nil || a.H.TotalCount() == 0 || b.maxUs > a.maxUs {
+					a.maxUs = b.maxUs
+				}
+			}
 			switch {
 			case a.H == nil:
 				a.H = b.H
@@ -181,7 +204,9 @@ func (tb *TimeBuckets) Record(t int64, ms float64) {
 		us = bucketHighestUs
 		tb.outside++
 	}
-	_ = tb.hist(tb.index(t)).RecordValue(us) // within range: cannot fail
+	k := tb.index(t)
+	tb.b[k].note(us, us)
+	_ = tb.hist(k).RecordValue(us) // within range: cannot fail
 	tb.n++
 }
 
@@ -219,7 +244,9 @@ func (tb *TimeBuckets) RecordN(t int64, ms float64, n int64) {
 		us = bucketHighestUs
 		tb.outside += n
 	}
-	_ = tb.hist(tb.index(t)).RecordValues(us, n) // within range: cannot fail
+	k := tb.index(t)
+	tb.b[k].note(us, us)
+	_ = tb.hist(k).RecordValues(us, n) // within range: cannot fail
 	tb.n += n
 }
 
@@ -240,6 +267,7 @@ type Span struct {
 func (tb *TimeBuckets) From(t int64) Span {
 	var sp Span
 	h := NewBucketHistogram()
+	var lo, hi int64 // the exact range of what h holds
 	for k := range tb.b {
 		b := &tb.b[k]
 		if tb.Start(k) < t {
@@ -252,14 +280,22 @@ func (tb *TimeBuckets) From(t int64) Span {
 		sp.Marked += b.Marked
 		sp.Stats.Requests += b.Requests
 		sp.Stats.Failed += b.Failed
-		if b.H != nil {
+		if b.H != nil && b.H.TotalCount() > 0 {
+			if h.TotalCount() == 0 || b.minUs < lo {
+				lo = b.minUs
+			}
+			if h.TotalCount() == 0 || b.maxUs > hi {
+				hi = b.maxUs
+			}
 			h.Merge(b.H)
 		}
 	}
 	sp.Stats.Count = h.TotalCount()
 	if sp.Stats.Count > 0 {
-		ms := func(us int64) float64 { return float64(us) / 1000 }
-		sp.Stats.Min, sp.Stats.Max, sp.Stats.Mean = ms(h.Min()), ms(h.Max()), h.Mean()/1000
+		// the histogram's values are its buckets' edges (2 significant
+		// digits); the range is exact, and no quantile lies outside it
+		ms := func(us int64) float64 { return float64(min(max(us, lo), hi)) / 1000 }
+		sp.Stats.Min, sp.Stats.Max, sp.Stats.Mean = ms(lo), ms(hi), h.Mean()/1000
 		sp.Stats.P50, sp.Stats.P90, sp.Stats.P95, sp.Stats.P99 = ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(90)), ms(h.ValueAtQuantile(95)), ms(h.ValueAtQuantile(99))
 	}
 	sp.Hist = h
@@ -274,6 +310,8 @@ func (tb *TimeBuckets) Add(t int64, h *hdrhistogram.Histogram, requests, failed 
 	b.Requests += requests
 	b.Failed += failed
 	if h != nil && h.TotalCount() > 0 {
+		// a histogram's own range: its values' bucket edges, not exact
+		b.note(h.Min(), h.Max())
 		tb.hist(k).Merge(h)
 		tb.n += h.TotalCount()
 	}

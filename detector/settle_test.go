@@ -180,6 +180,36 @@ func TestTimeBucketsMergeKeepsTotals(t *testing.T) {
 	require.ErrorContains(t, err, "at least 8 buckets, got 4")
 }
 
+// TestTimeBucketsExactRange: the histograms keep 2 significant digits, so
+// their own min and max are bucket edges (a settled max of 30.719 ms over
+// iterations of at most 30.640 ms, which a max<30.7ms budget failed); the
+// span's min and max are the recorded ones, through bucket merges, and no
+// quantile lies outside them.
+func TestTimeBucketsExactRange(t *testing.T) {
+	tb, err := NewTimeBuckets(0, int64(time.Second), 8)
+	require.NoError(t, err)
+	vals := []float64{7.461557, 12.3, 30.639866, 9.9}
+	for i := 0; i < 40; i++ { // 40 s: the buckets merge twice
+		tb.Record(int64(i)*int64(time.Second), vals[i%len(vals)])
+	}
+	tb.RecordN(int64(39*time.Second), 30.64, 3)
+	sp := tb.From(0)
+	require.Equal(t, int64(43), sp.Stats.Count)
+	require.Equal(t, 7.462, sp.Stats.Min)
+	require.Equal(t, 30.64, sp.Stats.Max)
+	require.LessOrEqual(t, sp.Stats.P99, sp.Stats.Max)
+	require.GreaterOrEqual(t, sp.Stats.P50, sp.Stats.Min)
+	// from a later time: only what those buckets hold
+	late := tb.From(int64(32 * time.Second))
+	require.Equal(t, 7.462, late.Stats.Min)
+	// a histogram added whole (a saved series, another instance) brings its
+	// own range, its edges
+	h := NewBucketHistogram()
+	require.NoError(t, h.RecordValue(50_123))
+	tb.Add(int64(10*time.Second), h, 1, 0)
+	require.Equal(t, float64(h.Max())/1000, tb.From(0).Stats.Max)
+}
+
 // TestTimeBucketsHourMemory: an hour at 10,000 observations/s (36 M) in one
 // series stays within its bound of buckets and under 64 MiB of heap.
 func TestTimeBucketsHourMemory(t *testing.T) {
