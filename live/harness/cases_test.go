@@ -1,8 +1,12 @@
 package harness
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Every case has a name of its own across the groups, `all` holds the
@@ -50,4 +54,21 @@ func TestCaseGroups(t *testing.T) {
 	if got, err := SelectCases("pypy/open,go-io/open-5m"); err != nil || len(got) != 2 || got[1].Load.Duration != LongDuration {
 		t.Fatalf("SelectCases(pypy/open,go-io/open-5m) = %v, %v", got, err)
 	}
+}
+
+// TestBaseEnv: the children get the caller's PATH and locale, not a variable
+// that would change the run (a profile, an output, another database, JIT
+// options).
+func TestBaseEnv(t *testing.T) {
+	t.Setenv("K6_REGIME_PROFILE", "/tmp/p.json")
+	t.Setenv("K6_OUT", "influxdb=http://example.com")
+	t.Setenv("DATABASE_URL", "postgres://example.com/db")
+	t.Setenv("JAVA_TOOL_OPTIONS", "-Xint")
+	t.Setenv("LC_ALL", "C.UTF-8")
+	env := strings.Join(baseEnv(), "\n")
+	for _, k := range []string{"K6_REGIME_PROFILE=", "K6_OUT=", "DATABASE_URL=", "JAVA_TOOL_OPTIONS="} {
+		require.NotContains(t, env, k)
+	}
+	require.Contains(t, env, "PATH="+os.Getenv("PATH"))
+	require.Contains(t, env, "LC_ALL=C.UTF-8")
 }

@@ -52,6 +52,11 @@ type Figures struct {
 	// it was kept. Beyond MaxFailedChecks the run fails a check: latencies
 	// of errors are no service's latency.
 	FailedChecks *float64 `json:"failed_checks,omitempty"`
+	// Dropped counts the iterations the open model did not start for want
+	// of a free VU (k6's dropped_iterations): a cold service slower than
+	// the arrival rate for a while. They are in no figure: not started, not
+	// measured, not tagged.
+	Dropped int64 `json:"dropped_iterations,omitempty"`
 
 	// StepViolations (step cases): steady-tagged iterations that started
 	// before the service's latency dropped.
@@ -223,6 +228,9 @@ func JudgeVariants(variants []Case, outs []map[int]*RunOutput) (*Consensus, [][]
 // JudgeWith computes the figures of one run of a case against ref.
 func JudgeWith(c Case, run int, out *RunOutput, ref Reference) *Figures {
 	f := &Figures{Case: c.Name, Run: run, ExitCode: out.ExitCode, Dir: out.Dir, Iterations: len(out.Series), FailedChecks: out.FailedChecks}
+	if c.Load.Model == "open" { // the closed model's dropped iterations are those its time limit left unstarted
+		f.Dropped = out.Dropped
+	}
 	it := out.Series
 	for _, x := range it {
 		f.Duration = max(f.Duration, x.Start)
@@ -323,6 +331,13 @@ func consistency(out *RunOutput, sc *results.Scenario, never, notHeld bool) []st
 	} else {
 		if (gate == "held") != exitHeld {
 			add("exit code %d but the text summary says %q", out.ExitCode, gate)
+		}
+		// and the same reason: k6's log line against the text's column
+		if never && gate != "never-reached" {
+			add("k6 logged 'never reached' but the text summary says %q", gate)
+		}
+		if notHeld && gate != "not-held" {
+			add("k6 logged 'not held' but the text summary says %q", gate)
 		}
 		if relapses != sc.Relapses {
 			add("text summary relapses=%d but summary.json %d", relapses, sc.Relapses)

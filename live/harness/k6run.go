@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/xk6-regime/xk6-regime/internal/results"
@@ -61,6 +62,9 @@ type RunOutput struct {
 	// FailedChecks is the share of k6's checks (the script checks every
 	// response's status) that failed; nil when k6 reported no checks.
 	FailedChecks *float64
+	// Dropped counts the iterations k6's open model did not start for want
+	// of a free VU (dropped_iterations; 0 when k6 reported none).
+	Dropped int64
 	// Series is the scenario's iterations in arrival order, exact.
 	Series []Iteration
 }
@@ -111,7 +115,8 @@ func (e *Env) runK6(ctx context.Context, c Case, addr, outDir, testid string) (*
 	cmd := exec.CommandContext(cctx, e.K6, "run", "--no-usage-report", "--quiet", "--log-format", "raw",
 		filepath.Join(e.Repo, "live", "script.js"))
 	cmd.Dir = outDir
-	cmd.Env = append(os.Environ(), "K6_NO_USAGE_REPORT=true")
+	cmd.Env = append(baseEnv(), "K6_NO_USAGE_REPORT=true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // not left running if the harness dies
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -181,7 +186,7 @@ func (out *RunOutput) load() error {
 		ms := float64(p.Med)
 		out.Series[i] = Iteration{Start: (p.EndMs - ms - first) / 1000, Ms: ms, Regime: regimeOf(p.Regime)}
 	}
-	out.SteadyGate, out.FailedChecks, err = readK6Metrics(out.Dir)
+	out.SteadyGate, out.FailedChecks, out.Dropped, err = readK6Metrics(out.Dir)
 	return err
 }
 
@@ -194,17 +199,18 @@ func regimeOf(r uint8) string {
 
 // readK6Metrics reads from k6's end-of-test metrics (k6-metrics.json,
 // written by the script) regime_steady{scenario:live} and the share of
-// failed checks; nil for either that k6 did not report.
-func readK6Metrics(dir string) (steadyGate, failedChecks *float64, err error) {
+// failed checks (nil for either that k6 did not report), and the count of
+// dropped iterations.
+func readK6Metrics(dir string) (steadyGate, failedChecks *float64, dropped int64, err error) {
 	b, err := os.ReadFile(filepath.Join(dir, "k6-metrics.json"))
 	if err != nil {
-		return nil, nil, fmt.Errorf("k6's metrics: %w", err)
+		return nil, nil, 0, fmt.Errorf("k6's metrics: %w", err)
 	}
 	var m map[string]struct {
 		Values map[string]float64 `json:"values"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "k6-metrics.json"), err)
+		return nil, nil, 0, fmt.Errorf("%s: %w", filepath.Join(dir, "k6-metrics.json"), err)
 	}
 	if v, ok := m["regime_steady{scenario:"+scenarioName+"}"]; ok {
 		if r, ok := v.Values["rate"]; ok {
@@ -216,7 +222,10 @@ func readK6Metrics(dir string) (steadyGate, failedChecks *float64, err error) {
 			failedChecks = ptr(v.Values["fails"] / n)
 		}
 	}
-	return steadyGate, failedChecks, nil
+	if v, ok := m["dropped_iterations"]; ok {
+		dropped = int64(v.Values["count"])
+	}
+	return steadyGate, failedChecks, dropped, nil
 }
 
 // verdictLines returns k6's log lines about the steady gate of the scenario.

@@ -175,7 +175,11 @@ func (e *Env) start(ctx context.Context, s Service) (*running, error) {
 	case "pypy":
 		name, args = "pypy3", append([]string{filepath.Join(e.Repo, "live/services/python/server.py"), "--port", "0"}, s.Args...)
 	case "jvm":
-		name, args = "java", append([]string{"-Xmx256m", "-cp", filepath.Join(e.Build, "jvm"), "LiveServer", "--port", "0"}, s.Args...)
+		// nodelay: the JDK's server writes a response's headers and its
+		// body apart, and with Nagle's algorithm on, a closed loop's next
+		// request waited for the client's delayed ACK: every request of the
+		// closed cases took 44 ms, a TCP floor that hid the JIT (JDK-6968351)
+		name, args = "java", append([]string{"-Xmx256m", "-Dsun.net.httpserver.nodelay=true", "-cp", filepath.Join(e.Build, "jvm"), "LiveServer", "--port", "0"}, s.Args...)
 	case "demo":
 		httpAddr, err := freePort()
 		if err != nil {
@@ -200,9 +204,11 @@ func (e *Env) start(ctx context.Context, s Service) (*running, error) {
 		return nil, fmt.Errorf("service %s: unknown kind %q (valid: gosvc, node, python, pypy, jvm, demo)", s.Name, s.Kind)
 	}
 	r.cmd = exec.Command(name, args...) //nolint:gosec // the harness's own services
-	r.cmd.Env = append(os.Environ(), env...)
+	r.cmd.Env = append(baseEnv(), env...)
 	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// a group of its own (stop signals it whole); killed with the harness,
+	// should the harness die without stopping it (a test's timeout panic)
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := r.cmd.Start(); err != nil {
 		r.stopPG()
 		return nil, fmt.Errorf("service %s: %w", s.Name, err)
@@ -299,4 +305,27 @@ func bufferedLines(s string) []string {
 		out = append(out, sc.Text())
 	}
 	return out
+}
+
+// baseEnv is the environment of the harness's children (services, k6): the
+// caller's PATH, HOME, temporary folder, locale, time zone and user, and
+// nothing else. Any other variable of the caller's could change what a run
+// measures: K6_REGIME_PROFILE judges every run with a profile, K6_OUT exports
+// its metrics (and K6_* sets k6's options), DATABASE_URL and DEMO_* turn the
+// embedded demo into another service, JAVA_TOOL_OPTIONS and NODE_OPTIONS
+// change the JIT's warm-up.
+func baseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PATH", "HOME", "TMPDIR", "TZ", "LANG", "LANGUAGE", "USER", "LOGNAME":
+			env = append(env, kv)
+		default:
+			if strings.HasPrefix(k, "LC_") {
+				env = append(env, kv)
+			}
+		}
+	}
+	return env
 }

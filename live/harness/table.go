@@ -187,10 +187,14 @@ func RunLine(f *Figures) string {
 	if len(failed) > 0 {
 		status = "FAILED: " + strings.Join(failed, ", ")
 	}
-	return fmt.Sprintf("%s run %d: exit %d (%s), relapses %d, declared %s, reference %s from %.0f s; contamination %s, coverage %s, p99 %s (baseline %s, %s, %s) -> %s",
+	dropped := ""
+	if f.Dropped > 0 {
+		dropped = fmt.Sprintf(" (%d iterations dropped: no free VU)", f.Dropped)
+	}
+	return fmt.Sprintf("%s run %d: exit %d (%s), relapses %d, declared %s, reference %s from %.0f s; contamination %s, coverage %s, p99 %s (baseline %s, %s, %s)%s -> %s",
 		f.Case, f.Run, f.ExitCode, f.Verdict, f.Relapses, fmtS(f.DeclaredAfter), f.Ref.Class, f.Ref.Boundary,
 		fmtPct(f.Online.Contamination), fmtPct(f.Online.Coverage), fmtPct(f.Online.P99Distortion),
-		fmtPct(f.Baseline.Contamination), fmtPct(f.Baseline.Coverage), fmtPct(f.Baseline.P99Distortion), status)
+		fmtPct(f.Baseline.Contamination), fmtPct(f.Baseline.Coverage), fmtPct(f.Baseline.P99Distortion), dropped, status)
 }
 
 // WriteConsensus writes what the runs of each case agree on: the warm-up
