@@ -84,7 +84,9 @@ $(KUBECONFORM):
 .PHONY: vet
 vet:
 	$(NEED_GO)
-	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@files=$$(git ls-files '*.go') && [ -n "$$files" ] || { echo "make vet: git ls-files found no Go file" >&2; exit 1; }; \
+	out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$files) || { echo "make vet: gofmt failed" >&2; exit 1; }; \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags purego ./detector/
 	GOARCH=arm64 $(GO) vet ./detector/
@@ -98,9 +100,9 @@ E2E_PKGS := ./test/...
 # call it from goroutines (the engine, the JS module, detect) run with it
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/' | grep -v '/detector$$')
 
-## test: vet, build k6 and the demo service, the thresholds helper's unit tests (node --test), unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the run engine's ingest (internal/engine) without -race (heap bound), every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, Apache Otava, actionlint, kubeconform, the short live harness) one package at a time
+## test: make deps (quick when all is installed; Debian packages need root), vet, build k6 and the demo service, the thresholds helper's unit tests (node --test), unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the run engine's ingest (internal/engine) without -race (heap bound), every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, Apache Otava, actionlint, kubeconform, the short live harness) one package at a time
 .PHONY: test
-test: vet build build-demo tools
+test: deps vet build build-demo tools
 	node --test thresholds/index.test.mjs
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
 	cd demo && $(GO) test -race -count=1 -timeout 10m ./...
@@ -111,7 +113,7 @@ test: vet build build-demo tools
 	  ACTIONLINT_BIN=$(CURDIR)/$(ACTIONLINT) KUBECONFORM_BIN=$(CURDIR)/$(KUBECONFORM) \
 	  $(GO) test -race -count=1 -p 1 -timeout 20m $(E2E_PKGS)
 
-## prebuild: compile what make test builds (k6, the demo, the unit and end-to-end test binaries; not the fuzz targets) into the Go build cache without running anything; needs no Debian package, so CI runs it beside make deps
+## prebuild: compile what make test builds (k6, the demo, the unit and end-to-end test binaries; not the fuzz targets) into the Go build cache without running anything; needs no Debian package but gcc (for -race), so CI runs it beside make deps
 .PHONY: prebuild
 prebuild: build build-demo
 	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
@@ -164,19 +166,27 @@ accuracy: build
 LIVE_RUNS ?= 5
 LIVE_CASES ?= all
 .PHONY: live
-live: build build-demo
-	$(GO) run ./live/cmd/live -runs $(LIVE_RUNS) -cases $(LIVE_CASES)
+# the harness runs as a binary of its own, not under go run: go run does not
+# pass a SIGTERM on, and the harness must get it to stop its services and k6
+LIVE_BIN := .cache/bin/live
+.PHONY: live-bin
+live-bin:
+	@mkdir -p .cache/bin
+	$(GO) build -o $(LIVE_BIN) ./live/cmd/live
+
+live: build build-demo live-bin
+	$(LIVE_BIN) -runs $(LIVE_RUNS) -cases $(LIVE_CASES)
 
 ## live-profile: the harness with profiles (LIVE_RUNS runs of the flat control, Node, two HotSpot mixes and the demo on PostgreSQL; a profile learnt from each case's runs; as many runs again with it; about 1.5 h)
 LIVE_PROFILE_CASES ?= go-io/open,node/open,jvm-sha/open,jvm-mixed/open,demo-pg/open
 .PHONY: live-profile
-live-profile: build build-demo
-	$(GO) run ./live/cmd/live -runs $(LIVE_RUNS) -cases $(LIVE_PROFILE_CASES) -profile
+live-profile: build build-demo live-bin
+	$(LIVE_BIN) -runs $(LIVE_RUNS) -cases $(LIVE_PROFILE_CASES) -profile
 
-## live-short: the short form of the harness (the go-io flat control and the demo service's pool warm-up, 60 s each; make test runs it)
+## live-short: the short form of the harness (the go-io flat control and the demo service's pool warm-up, 60 s each): the cases of make test's TestShortLive, which asserts their online checks and only prints the settled view's; this target fails on either
 .PHONY: live-short
-live-short: build build-demo
-	$(GO) run ./live/cmd/live -runs 1 -cases short
+live-short: build build-demo live-bin
+	$(LIVE_BIN) -runs 1 -cases short
 
 ## demo: build, start the demo service on 127.0.0.1, run scenarios/combined.js (PROFILE=short), write results/, stop
 .PHONY: demo
