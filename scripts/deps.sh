@@ -9,8 +9,11 @@ need_apt=()
 # version under /usr/lib/postgresql, or initdb on PATH)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+# go test -race needs cgo: a C compiler and the C library's headers
+{ command -v gcc >/dev/null 2>&1 && [ -e /usr/include/stdlib.h ]; } || need_apt+=(gcc libc6-dev)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
-# the live harness's JIT services: a JDK (javac, java) and Node.js
+# the live harness's JIT services: a JDK (javac, java) and Node.js (which
+# make test also runs: the thresholds helpers' tests)
 command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 # actionlint runs shellcheck on the workflow's run: steps (the test requires it)
@@ -61,6 +64,6 @@ make --no-print-directory tools
 if [ ! -x .cache/otava/bin/otava ]; then
   echo "deps: pip install apache-otava==0.8.0 into .cache/otava"
   python3 -m venv .cache/otava
-  .cache/otava/bin/pip install -q --disable-pip-version-check apache-otava==0.8.0
+  .cache/otava/bin/pip install -q --disable-pip-version-check -c scripts/otava-constraints.txt apache-otava==0.8.0
 fi
 echo "deps: ok"
