@@ -127,7 +127,7 @@ export interface RequestRow {
   scenario: string; phase: string; regime: Regime | ''; endpoint: string; protocol: 'http' | 'grpc';
   count: number; errors: number; status_5xx: number; no_response: number; error_rate: number | null;
   /** Requests that opened a new connection, the connect and TLS time they added, ms from the first request of
-   * the run to the last one (null when none). */
+   * the row's phase to the last one (null when none). */
   new_connections: number; connect_ms: number; tls_ms: number; last_new_connection_ms: number | null;
   p50?: number; p90?: number; p95?: number; p99?: number; p99_9?: number; max?: number;
 }
@@ -138,8 +138,8 @@ export interface Summary {
   requests: RequestRow[];
   /** per phase: requests that opened new connections, their connect/TLS time, errors by regime */
   connection_cold_start: Record<string, Record<string, unknown>>;
-  /** tracked metrics per phase: count, sum, last, max */
-  tracked: Record<string, Record<string, { type: string; count: number; sum: number; last: number; max: number }>>;
+  /** tracked metrics per phase: count, sum, last, max; non_finite counts the samples (±Infinity) left out of them */
+  tracked: Record<string, Record<string, { type: string; count: number; sum: number; last: number; max: number; non_finite?: number }>>;
   dropped_samples: number;
   /** iterations whose samples had no scenario tag (systemTags without scenario) */
   iterations_without_scenario: number;

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -33,6 +34,7 @@ type requestCell struct {
 	newConns                             int64
 	connectMs, tlsMs                     float64
 	firstNewConn, lastNewConn            time.Time
+	first                                time.Time // its first request sample
 }
 
 // breakdown holds per scenario x phase x regime x endpoint request figures
@@ -43,7 +45,6 @@ type breakdown struct {
 	mu      sync.Mutex
 	cells   map[breakdownKey]*requestCell
 	tracked map[string]map[string]*trackedCell // metric -> phase -> aggregate
-	start   time.Time                          // first sample seen
 
 	// maxEndpoints gives a scenario's cap on endpoint values (nil: the
 	// default); endpoints holds the values admitted per scenario and over
@@ -139,6 +140,7 @@ func (b *breakdown) endpointLimit(scenario string) *results.EndpointLimit {
 type trackedCell struct {
 	kind           metrics.MetricType
 	count          int64
+	nonFinite      int64 // samples left out: ±Inf (or NaN)
 	sum, last, max float64
 	lastAt         time.Time
 }
@@ -188,18 +190,29 @@ func (b *breakdown) cell(k breakdownKey) *requestCell {
 	return c
 }
 
-func (b *breakdown) noteTime(t time.Time) {
-	if b.start.IsZero() || t.Before(b.start) {
-		b.start = t
+// phaseStarts is the time of each phase's first request sample, over its
+// cells: the origin of its connections' times. Callers hold b.mu.
+func (b *breakdown) phaseStarts() map[string]time.Time {
+	out := map[string]time.Time{}
+	for k, c := range b.cells {
+		if c.first.IsZero() {
+			continue
+		}
+		if t, ok := out[k.phase]; !ok || c.first.Before(t) {
+			out[k.phase] = c.first
+		}
 	}
+	return out
 }
 
 // addLatency records one http_req_duration or grpc_req_duration sample.
 func (b *breakdown) addLatency(s metrics.Sample, t *sampleTags, proto string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.noteTime(s.Time)
 	c := b.cellOf(t, proto, true)
+	if c.first.IsZero() || s.Time.Before(c.first) {
+		c.first = s.Time
+	}
 	c.count++
 	c.hist.RecordMs(s.Value)
 	if !t.failed(proto) {
@@ -227,6 +240,9 @@ func (b *breakdown) addConnect(s metrics.Sample, t *sampleTags, tls bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c := b.cellOf(t, "http", false)
+	if c.first.IsZero() || s.Time.Before(c.first) {
+		c.first = s.Time
+	}
 	if tls {
 		c.tlsMs += s.Value
 		return
@@ -256,6 +272,12 @@ func (b *breakdown) addTracked(s metrics.Sample) {
 		c = &trackedCell{kind: s.Metric.Type}
 		byPhase[phase] = c
 	}
+	if math.IsInf(s.Value, 0) || math.IsNaN(s.Value) {
+		// k6 refuses NaN in metric.add(), not ±Inf (x/0); one would make
+		// the sum, and summary.json, unwritable: counted apart instead
+		c.nonFinite++
+		return
+	}
 	if c.count == 0 || s.Value > c.max {
 		c.max = s.Value
 	}
@@ -279,6 +301,7 @@ func (b *breakdown) requestReports() []*requestReport {
 		return results.CompareRequests(a.scenario, a.phase, a.endpoint, a.proto, a.regime, c.scenario, c.phase, c.endpoint, c.proto, c.regime)
 	})
 	out := make([]*requestReport, 0, len(keys))
+	starts := b.phaseStarts()
 	for _, k := range keys {
 		c := b.cells[k]
 		row := &requestReport{
@@ -293,7 +316,7 @@ func (b *breakdown) requestReports() []*requestReport {
 			row.P99, row.P999, row.Max = ptrTo(h.QuantileMs(99)), ptrTo(h.QuantileMs(99.9)), ptrTo(h.MaxMs)
 		}
 		if !c.lastNewConn.IsZero() {
-			row.LastNewConnectionMs = ptrTo(ms(c.lastNewConn.Sub(b.start)))
+			row.LastNewConnectionMs = ptrTo(ms(c.lastNewConn.Sub(starts[k.phase])))
 		}
 		out = append(out, row)
 	}
@@ -302,11 +325,12 @@ func (b *breakdown) requestReports() []*requestReport {
 
 // connectionColdStart sums, per phase, the requests that opened a new
 // connection: how many, the connect and TLS time they added, and when the
-// last one happened (ms from the first request of the run).
+// last one happened (ms after the phase's first request).
 func (b *breakdown) connectionColdStart() map[string]*results.ConnPhase {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	phases := map[string]*results.ConnPhase{}
+	starts := b.phaseStarts()
 	for k, c := range b.cells {
 		p := phases[k.phase]
 		if p == nil {
@@ -320,7 +344,7 @@ func (b *breakdown) connectionColdStart() map[string]*results.ConnPhase {
 			ErrorsByRegime:         map[string]int64{k.regime: c.errors},
 		}
 		if !c.lastNewConn.IsZero() {
-			last := ms(c.lastNewConn.Sub(b.start))
+			last := ms(c.lastNewConn.Sub(starts[k.phase]))
 			cell.LastNewConnectionMs = &last
 		}
 		p.Add(cell)
@@ -336,7 +360,7 @@ func (b *breakdown) trackedCells() map[string]map[string]*results.TrackedCell {
 	for name, byPhase := range b.tracked {
 		m := map[string]*results.TrackedCell{}
 		for phase, c := range byPhase {
-			m[phase] = &results.TrackedCell{Type: c.kind.String(), Count: c.count, Sum: c.sum, Last: c.last, Max: c.max}
+			m[phase] = &results.TrackedCell{Type: c.kind.String(), Count: c.count, Sum: c.sum, Last: c.last, Max: c.max, NonFinite: c.nonFinite}
 		}
 		out[name] = m
 	}

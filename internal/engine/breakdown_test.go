@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.k6.io/k6/v2/metrics"
@@ -73,5 +74,41 @@ func TestBreakdownEndpointCap(t *testing.T) {
 		require.EqualValues(t, 980, lim.Requests, name)
 		require.Len(t, lim.Examples, 5, name)
 		require.Nil(t, bd.endpointLimit("other-scenario"), name)
+	}
+}
+
+// TestBreakdownLastNewConnectionPerPhase: when a phase's last new connection
+// happened counts from that phase's first request, not the run's: a phase
+// that starts 20 s into the run and fills its pool in its first 0.5 s says
+// 0.5 s (it said 20.5).
+func TestBreakdownLastNewConnectionPerPhase(t *testing.T) {
+	registry := metrics.NewRegistry()
+	builtin := metrics.RegisterBuiltinMetrics(registry)
+	root := registry.RootTagSet().With("scenario", "load").With("status", "200").With(RegimeTag, "steady").
+		With("name", "http://127.0.0.1/")
+	bd := newBreakdown()
+	t0 := time.Unix(1_700_000_000, 0)
+	req := func(phase string, at time.Duration, newConn bool) {
+		tags := root.With("phase", phase)
+		s := metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.HTTPReqDuration, Tags: tags}, Time: t0.Add(at), Value: 2}
+		bd.addLatency(s, readSampleTags(tags), "http")
+		if newConn {
+			s.Metric, s.Value = builtin.HTTPReqConnecting, 1
+			bd.addConnect(s, readSampleTags(tags), false)
+		}
+	}
+	req("warmup", 0, true)
+	req("warmup", 3*time.Second, true)
+	req("warmup", 10*time.Second, false)
+	req("init", 20*time.Second, false)
+	req("init", 20*time.Second+500*time.Millisecond, true)
+	req("init", 25*time.Second, false)
+	phases := bd.connectionColdStart()
+	require.InDelta(t, 3000, *phases["warmup"].LastNewConnectionMs, 1e-9)
+	require.InDelta(t, 500, *phases["init"].LastNewConnectionMs, 1e-9)
+	for _, row := range bd.requestReports() {
+		if row.Phase == "init" {
+			require.InDelta(t, 500, *row.LastNewConnectionMs, 1e-9)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -110,4 +111,40 @@ func goldenRunState(t *testing.T) *RunState {
 	rs.samples.Store(&out)
 	rs.testEnd()
 	return rs
+}
+
+// TestTrackedInfinityLeftOut: k6's metric.add() refuses NaN, not x/0; a
+// +Inf sample of a tracked metric is counted apart, and summary() and
+// summary.json can still be written (one made both fail, and the results
+// folder was lost).
+func TestTrackedInfinityLeftOut(t *testing.T) {
+	rs, reg := newTestRunState(t)
+	probe, err := reg.NewMetric("probe_ms", metrics.Trend)
+	require.NoError(t, err)
+	cfg, err := parseConfig([]byte(`{"scenarios":{"load":{}}}`), []byte(`{"track":["probe_ms"]}`))
+	require.NoError(t, err)
+	require.NoError(t, rs.setConfig(cfg))
+	feedColdSteady(rs, reg, 200)
+	tt := reg.RootTagSet().With("scenario", "load").With("phase", "p")
+	at := time.Unix(1_700_000_000, 0)
+	for _, v := range []float64{3, math.Inf(1), 5, math.Inf(-1)} {
+		rs.ingest(sinkTracked, metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: probe, Tags: tt}, Time: at, Value: v})
+	}
+	ch := make(chan metrics.SampleContainer, 1<<16)
+	var out chan<- metrics.SampleContainer = ch
+	rs.samples.Store(&out)
+	rs.testEnd()
+	rep := rs.Report()
+	c := rep.Tracked["probe_ms"]["p"]
+	require.NotNil(t, c)
+	require.Equal(t, int64(2), c.Count)
+	require.Equal(t, int64(2), c.NonFinite)
+	require.Equal(t, 8.0, c.Sum)
+	require.Equal(t, 5.0, c.Max)
+	_, err = json.Marshal(rep)
+	require.NoError(t, err)
+	run, err := BuildRun(rs, "inf", time.Unix(1_700_000_100, 0))
+	require.NoError(t, err)
+	_, err = json.Marshal(run.Summary)
+	require.NoError(t, err)
 }

@@ -171,6 +171,7 @@ func (m *merger) phases(in *Summary) {
 				s.Tracked[metric][phase] = dst
 			}
 			dst.Count += c.Count
+			dst.NonFinite += c.NonFinite
 			dst.Sum += c.Sum
 			dst.Last = c.Last
 			dst.Max = math.Max(dst.Max, c.Max)

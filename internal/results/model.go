@@ -390,6 +390,9 @@ type TrackedCell struct {
 	Sum   float64 `json:"sum"`
 	Last  float64 `json:"last"`
 	Max   float64 `json:"max"`
+	// NonFinite counts the samples left out of the figures above: ±Inf
+	// (k6 refuses NaN, not x/0).
+	NonFinite int64 `json:"non_finite,omitempty"`
 }
 
 // SeriesInfo says what the series files hold.

@@ -307,7 +307,7 @@ func writeColdStart(b *strings.Builder, s *Summary) {
 	if len(s.ConnectionColdStart) == 0 {
 		return
 	}
-	b.WriteString("<h3>Connection pool, per phase</h3>\n<table id=\"connections\"><tr><th>phase</th><th>requests</th><th>new connections</th><th>connect ms</th><th>TLS ms</th><th>last new connection s</th><th>new connections by regime</th><th>errors</th><th>5xx</th><th>no response</th><th>errors by regime</th></tr>\n")
+	b.WriteString("<h3>Connection pool, per phase</h3>\n<table id=\"connections\"><tr><th>phase</th><th>requests</th><th>new connections</th><th>connect ms</th><th>TLS ms</th><th title=\"seconds after the phase's first request\">last new connection s (from phase start)</th><th>new connections by regime</th><th>errors</th><th>5xx</th><th>no response</th><th>errors by regime</th></tr>\n")
 	phases := make([]string, 0, len(s.ConnectionColdStart))
 	for p := range s.ConnectionColdStart {
 		phases = append(phases, p)

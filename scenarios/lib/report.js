@@ -24,7 +24,7 @@ export function text(data, rs, meta) {
   out.push('');
   out.push(regime.textSummary().trimEnd());
   out.push('');
-  out.push('Cold start (connection pool), per phase:');
+  out.push('Cold start (connection pool), per phase (last new conn s: seconds after the phase\'s first request):');
   out.push(`  ${pad('phase', 12)}${pad('requests', 10)}${pad('client new conns', 18)}${pad('connect ms', 12)}${pad('last new conn s', 17)}${pad('errors', 8)}${pad('5xx', 6)}${pad('no resp', 9)}${pad('svc new conns', 15)}${pad('svc waited', 12)}svc timeouts`);
   const tr = rs.tracked || {};
   const svc = (metric, phase) => ((tr[metric] || {})[phase] || {}).sum;

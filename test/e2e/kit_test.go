@@ -282,7 +282,7 @@ func TestKitEmbedded(t *testing.T) {
 		require.True(t, gate, "%s held steady state", name)
 		require.True(t, sc[name].Steady, "%s: summary.json agrees with the gate", name)
 	}
-	require.Contains(t, res.Stdout, "Cold start (connection pool), per phase:")
+	require.Contains(t, res.Stdout, "Cold start (connection pool), per phase (last new conn s: seconds after the phase's first request):")
 	require.Contains(t, res.Stdout, "Regimes per scenario")
 }
 
