@@ -234,6 +234,23 @@ func (k *comparer) add(what, scope, scenario, metric string, b, x *float64) {
 	k.c.Rows = append(k.c.Rows, row)
 }
 
+// unheld says why the candidate's online steady figures of scenario sc
+// cannot be judged: its steady state was reached but not held (a relapse
+// put the later iterations back in warmup, or its level drifted), so a
+// budget on them would judge what was left of it. "" when they can, or the
+// metric is not an online steady figure (the settled view's, the cold
+// start's).
+func (k *comparer) unheld(sc, metric string) string {
+	if strings.HasPrefix(metric, "settled_") || metric == "cold_start" || metric == "cold_excess" || sc == "" {
+		return ""
+	}
+	x := k.cand.Scenarios[sc]
+	if x == nil || x.Steady || x.TTSSMs == nil {
+		return "" // held, or never reached (no figure: judged as missing)
+	}
+	return fmt.Sprintf("the candidate's steady state was reached but not held in %s (%d relapses)", sc, x.Relapses)
+}
+
 // judge judges a budgeted row; a budget never passes on missing data.
 func (k *comparer) judge(row *CompareRow, bud Budget, scenario string) {
 	b, x := row.Base, row.Cand
@@ -243,6 +260,13 @@ func (k *comparer) judge(row *CompareRow, bud Budget, scenario string) {
 		k.c.Failures = append(k.c.Failures, fmt.Sprintf("%s %s %s: the %s's settled view was re-settled by merge from series "+
 			"whose points held several iterations, so its %s understates the tail: budget %s cannot be judged on it "+
 			"(compare the instances' folders, or raise seriesLimit)", what, scope, metric, which, metric, bud))
+		return
+	}
+	if why := k.unheld(scenario, metric); why != "" && x != nil {
+		row.Fail, row.Note = true, why
+		k.c.Failures = append(k.c.Failures, fmt.Sprintf("%s %s %s: %s: its steady-tagged figures are no steady state's, "+
+			"so budget %s cannot pass on them (a settled_* budget judges the steady state the whole run shows)",
+			what, scope, metric, why, bud))
 		return
 	}
 	switch {

@@ -112,6 +112,10 @@ func TestCompareNeverPassesOnMissingData(t *testing.T) {
 			}
 			s.Requests = rows
 		}, nil, "", []string{"candidate never reached steady state in load"}},
+		{"candidate reached steady state and lost it: its steady-tagged figures are not judged", func(s *Summary) {
+			s.Scenarios["load"].Steady, s.Scenarios["load"].Relapses = false, 1
+		}, nil, "", []string{"iteration load p95: the candidate's steady state was reached but not held in load (1 relapses)",
+			"request main/get /x/load/http p95: the candidate's steady state was reached but not held"}},
 		{"metric missing for one endpoint", func(s *Summary) {
 			s.Requests[2].Endpoint = "other"
 		}, nil, "", []string{"request main/get /x/load/http p95", "missing in candidate"}},
