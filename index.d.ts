@@ -81,6 +81,8 @@ export interface ScenarioSummary {
    * steady at the end, a steady state shorter than stable_windows windows, or the benchmark method). */
   level_drift: number | null;
   relapses: number;
+  /** the cold-tagged iterations' summed duration; excess_ms: what the cold and warm-up iterations took beyond the
+   * steady mean (null before steady state) */
   cold_start: { duration_ms: number; iterations: number; excess_ms: number | null };
   /** The scenario detector's own counts (scope 'scenario', once it has seen an observation; absent with
    * scope 'endpoint', where each endpoint has them): observations judged, its relapses, values it could not

@@ -248,16 +248,18 @@ func (st *Scenario) report() *ScenarioReport {
 }
 
 // coldStart is the cost of the cold start: the cold iterations, and what
-// the cold and warm-up iterations took beyond the steady median (the cost
-// paid once). Callers hold st.mu.
+// the cold and warm-up iterations took beyond the steady mean (the cost
+// paid once; against the mean, since a sum of durations against the median
+// would count skewed latency's mean-median gap as a cost). Callers hold
+// st.mu.
 func (st *Scenario) coldStart() results.ColdStart {
 	c := results.ColdStart{DurationMs: st.coldSumMs, Iterations: st.coldCount}
 	if steady := &st.tagged[detector.Steady]; steady.count > 0 {
-		p50 := steady.hist.QuantileMs(50)
+		mean := steady.sumMs / float64(steady.count)
 		excess := 0.0
 		for _, r := range []detector.Regime{detector.Cold, detector.Warmup} {
 			rg := &st.tagged[r]
-			excess += rg.sumMs - float64(rg.count)*p50
+			excess += rg.sumMs - float64(rg.count)*mean
 		}
 		c.ExcessMs = &excess
 	}

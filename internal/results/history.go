@@ -81,7 +81,7 @@ func optional(p *float64) (float64, bool) {
 // The figures of a scenario: the settled view's steady percentiles, error
 // rate and TTSS (the whole run judged at its end), the online TTSS, the
 // cold-start cost (what the cold iterations took, and what the cold and
-// warm-up ones took beyond the steady median) and the relapses.
+// warm-up ones took beyond the steady mean) and the relapses.
 var scenarioFigures = []historyFigure{
 	{"steady_p50_ms", settledStat(func(s *SettledStats) float64 { return s.P50Ms })},
 	{"steady_p95_ms", settledStat(func(s *SettledStats) float64 { return s.P95Ms })},

@@ -290,7 +290,7 @@ func distCells(d *Dist) string {
 }
 
 func writeColdStart(b *strings.Builder, s *Summary) {
-	b.WriteString("<h2>Cold start</h2>\n<table id=\"coldstart\"><tr><th>scenario</th><th>cold iterations</th><th>cold duration ms</th><th>excess over steady median ms</th><th>cold end (elapsed ms)</th><th>steady start (elapsed ms)</th><th>TTSS ms</th></tr>\n")
+	b.WriteString("<h2>Cold start</h2>\n<table id=\"coldstart\"><tr><th>scenario</th><th>cold iterations</th><th>cold duration ms</th><th>excess over steady mean ms</th><th>cold end (elapsed ms)</th><th>steady start (elapsed ms)</th><th>TTSS ms</th></tr>\n")
 	for _, name := range s.SortedScenarios() {
 		sc := s.Scenarios[name]
 		pt := func(p *Point) string {

@@ -111,7 +111,7 @@ func (r *Run) Finalize() {
 // finalizeScenario fills a scenario's per-regime distributions from its
 // iteration histograms (cold, warmup, steady), its iteration count, the
 // cold-start cost (the cold iterations' total; the excess of cold and
-// warm-up iterations over the steady median) and the warm-up's duration.
+// warm-up iterations over the steady mean) and the warm-up's duration.
 func finalizeScenario(name string, sc *Scenario, hs *[3]*latency.Histogram) {
 	var total int64
 	for i, h := range hs {
@@ -136,11 +136,14 @@ func finalizeScenario(name string, sc *Scenario, hs *[3]*latency.Histogram) {
 	}
 	sc.ColdStart.ExcessMs = nil
 	if st := hs[2]; st != nil && st.Count > 0 {
-		p50 := st.QuantileMs(50)
+		// against the steady mean, not its median: a sum of durations
+		// against a count times the median is skewed latency's mean-median
+		// gap times the count, a cost a flat service never paid
+		mean := st.SumMs / float64(st.Count)
 		excess := 0.0
 		for _, h := range hs[:2] {
 			if h != nil {
-				excess += h.SumMs - float64(h.Count)*p50
+				excess += h.SumMs - float64(h.Count)*mean
 			}
 		}
 		sc.ColdStart.ExcessMs = &excess
