@@ -147,6 +147,20 @@ export interface Summary {
   iterations_without_scenario: number;
   /** The profile that judged the run and its checks (null without one; checks are made at test end). */
   profile: ProfileUse | null;
+  /** How the run ended, as far as is known when summary() is called (in handleSummary: after the test). */
+  end: RunEnd;
+}
+/** How a run ended: summary.json's end. */
+export interface RunEnd {
+  status: 'completed' | 'interrupted' | 'aborted_by_threshold' | 'aborted_by_script' | 'timed_out' | 'aborted_by_output' | 'aborted';
+  /** the signal that interrupted the run (SIGINT, SIGTERM) */
+  signal?: string;
+  /** the abortOnFail thresholds that had failed ("metric: expression") */
+  thresholds?: string[];
+  /** k6's own message */
+  detail?: string;
+  /** k6's exit status, when known */
+  exit_code?: number;
 }
 /** One settled figure of the run set against the profile's runs. */
 export interface ProfileCheck {

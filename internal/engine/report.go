@@ -27,6 +27,9 @@ type RunReport struct {
 	DroppedSamples            int64                                      `json:"dropped_samples"`
 	IterationsWithoutScenario int64                                      `json:"iterations_without_scenario"`
 	Profile                   *results.ProfileUse                        `json:"profile"`
+	// End says how the run ended as far as is known when the report is
+	// made (in handleSummary: a signal, an abort, or completed).
+	End *results.RunEnd `json:"end"`
 }
 
 // ScenarioReport is what the detectors found in one scenario: the regimes
@@ -153,6 +156,7 @@ func (rs *RunState) Report() *RunReport {
 		DroppedSamples:            rs.dropped.Load(),
 		IterationsWithoutScenario: rs.noScenarioTag.Load(),
 		Profile:                   rs.profileUse(),
+		End:                       rs.end.current(),
 	}
 	var first time.Time
 	for _, name := range rs.knownScenarios() {

@@ -237,6 +237,11 @@ func (r *recorder) buildRun(rs *RunState, testID string, now time.Time) (*result
 	if d := rs.dropped.Load(); d > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d regime samples produced after the test ended were dropped", d))
 	}
+	if n := rep.IterationsWithoutScenario; n > 0 {
+		s.IterationsWithoutScenario = n
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d iterations had no 'scenario' tag and are in no scenario's regimes "+
+			"(keep 'scenario' in systemTags)", n))
+	}
 	run.Finalize()
 	return run, nil
 }
@@ -397,6 +402,11 @@ func (rs *RunState) TextSummary() (string, error) {
 			return "", fmt.Errorf("textSummary: %w", err)
 		}
 		s = run.Summary
+		// how the run ended, as saveResults would record it: a run cut
+		// short says so above its figures (they read as a whole run's
+		// otherwise)
+		s.End = rs.end.current()
+		s.Aborted = s.End.Status != results.EndCompleted
 	}
 	return results.TextTable(s), nil
 }

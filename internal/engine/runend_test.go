@@ -239,3 +239,20 @@ func TestCutShort(t *testing.T) {
 	ch <- syscall.SIGTERM
 	require.True(t, rs.end.cutShort())
 }
+
+// TestTextSummaryOfAnInterruptedRun: textSummary() without saveResults()
+// says that the run was cut short, as the saved text does (its figures read
+// as a whole run's otherwise).
+func TestTextSummaryOfAnInterruptedRun(t *testing.T) {
+	rs := goldenRunState(t)
+	txt, err := rs.TextSummary()
+	require.NoError(t, err)
+	require.NotContains(t, txt, "RUN ENDED EARLY")
+	rs.end.mu.Lock()
+	rs.end.signal = "SIGINT"
+	rs.end.mu.Unlock()
+	txt, err = rs.TextSummary()
+	require.NoError(t, err)
+	require.Contains(t, txt, "RUN ENDED EARLY")
+	require.Contains(t, txt, "SIGINT")
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,4 +148,21 @@ func TestTrackedInfinityLeftOut(t *testing.T) {
 	require.NoError(t, err)
 	_, err = json.Marshal(run.Summary)
 	require.NoError(t, err)
+}
+
+// TestIterationsWithoutScenarioInSummary: iterations with no scenario tag
+// (systemTags without 'scenario') are counted in summary.json, with a
+// warning, not only in summary() and a log line.
+func TestIterationsWithoutScenarioInSummary(t *testing.T) {
+	rs, reg := newTestRunState(t)
+	feedColdSteady(rs, reg, 100)
+	m := reg.Get(iterationDurationMetric)
+	for range 3 {
+		rs.ingest(sinkIteration, metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: m, Tags: reg.RootTagSet()},
+			Time: time.Unix(1_700_000_000, 0), Value: 5})
+	}
+	run, err := BuildRun(rs, "untagged", time.Unix(1_700_000_100, 0))
+	require.NoError(t, err)
+	require.Equal(t, int64(3), run.Summary.IterationsWithoutScenario)
+	require.Contains(t, strings.Join(run.Summary.Warnings, "\n"), "3 iterations had no 'scenario' tag")
 }

@@ -112,6 +112,7 @@ func (m *merger) header(in *Summary, i int) {
 		s.InstanceEnvironments = append(s.InstanceEnvironments, in.Environment)
 	}
 	s.Warnings = dedupe(append(s.Warnings, in.Warnings...))
+	s.IterationsWithoutScenario += in.IterationsWithoutScenario
 	for _, e := range in.Environment.Warnings {
 		s.Warnings = dedupe(append(s.Warnings, fmt.Sprintf("instance %d: %s", i, e)))
 	}

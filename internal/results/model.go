@@ -61,7 +61,10 @@ type Summary struct {
 	ConnectionColdStart map[string]*ConnPhase              `json:"connection_cold_start"`
 	Tracked             map[string]map[string]*TrackedCell `json:"tracked,omitempty"`
 	Series              SeriesInfo                         `json:"series"`
-	Warnings            []string                           `json:"warnings"`
+	// IterationsWithoutScenario counts the iterations that carried no
+	// scenario tag (systemTags without 'scenario'): in no scenario's regimes.
+	IterationsWithoutScenario int64    `json:"iterations_without_scenario,omitempty"`
+	Warnings                  []string `json:"warnings"`
 	// Thresholds holds k6's threshold verdicts (metric -> expression -> ok), when given.
 	Thresholds map[string]map[string]bool `json:"thresholds,omitempty"`
 	// Profile names the profile that judged the run and its checks (nil:
