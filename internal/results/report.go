@@ -229,7 +229,7 @@ func fmtMs(p *float64, digits int) string {
 }
 
 func writeRegimeTable(b *strings.Builder, s *Summary) {
-	b.WriteString("<h2>Regimes per scenario</h2>\n<table id=\"regimes\"><tr><th>scenario</th><th>class</th><th>TTSS ms</th><th>warm-up ms</th><th>relapses</th><th>regime</th><th>count</th><th>rate/s</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n")
+	b.WriteString("<h2>Regimes per scenario</h2>\n<table id=\"regimes\"><tr><th>scenario</th><th>class</th><th>TTSS ms</th><th>warm-up ms</th><th>relapses</th><th title=\"held: reached and held to the end; not-held: reached, then lost (a relapse, a drift, too short a part of the run); never-reached\">steady state</th><th>regime</th><th>count</th><th>rate/s</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n")
 	for _, name := range s.SortedScenarios() {
 		sc := s.Scenarios[name]
 		for i, rg := range Regimes {
@@ -239,10 +239,16 @@ func writeRegimeTable(b *strings.Builder, s *Summary) {
 			}
 			b.WriteString("<tr>")
 			if i == 0 {
-				fmt.Fprintf(b, "<td rowspan=3>%s</td><td rowspan=3>%s</td><td rowspan=3>%s</td><td rowspan=3>%s</td><td rowspan=3>%d</td>",
-					html.EscapeString(name), html.EscapeString(sc.Class), fmtMs(sc.TTSSMs, 0), fmtMs(sc.WarmupMs, 0), sc.Relapses)
+				fmt.Fprintf(b, "<td rowspan=3>%s</td><td rowspan=3>%s</td><td rowspan=3>%s</td><td rowspan=3>%s</td><td rowspan=3>%d</td><td rowspan=3 class=\"gate-%s\">%s</td>",
+					html.EscapeString(name), html.EscapeString(sc.Class), fmtMs(sc.TTSSMs, 0), fmtMs(sc.WarmupMs, 0), sc.Relapses,
+					sc.GateVerdict(), sc.GateVerdict())
 			}
-			fmt.Fprintf(b, "<td class=\"%s\">%s</td><td>%d</td><td>%.1f</td>%s</tr>\n", rg, rg, d.Count, d.Rate, distCells(d))
+			label := rg
+			if rg == "steady" && !sc.Steady && d.Count > 0 {
+				// what the online tags called steady before the steady state was lost
+				label = "steady (not held)"
+			}
+			fmt.Fprintf(b, "<td class=\"%s\">%s</td><td>%d</td><td>%.1f</td>%s</tr>\n", rg, label, d.Count, d.Rate, distCells(d))
 		}
 	}
 	b.WriteString("</table>\n")

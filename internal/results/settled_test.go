@@ -114,6 +114,16 @@ func TestReportDrawsSettled(t *testing.T) {
 	require.Contains(t, html, `<table id="settled">`)
 	require.Contains(t, html, `"kind":"settled"`)
 	require.Contains(t, html, "settled steady-state start")
+	require.Contains(t, html, `class="gate-held">held</td>`)
+
+	// a steady state reached and lost: the table says so beside its figures
+	sc := run.Summary.Scenarios["load"]
+	sc.Steady, sc.Relapses = false, 2
+	sb.Reset()
+	require.NoError(t, run.Report(&sb))
+	html = sb.String()
+	require.Contains(t, html, `class="gate-not-held">not-held</td>`)
+	require.Contains(t, html, `<td class="steady">steady (not held)</td>`)
 }
 
 // TestWindowsSettledColumn: windows.csv places each window against the
