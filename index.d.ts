@@ -95,8 +95,9 @@ export interface ScenarioSummary {
   transitions: Array<{ endpoint: string; kind: string; from: Regime; to: Regime; index: number; boundary: number; elapsed_ms: number }>;
   /** Transitions beyond the ones kept (the list is bounded). */
   transitions_dropped: number;
-  /** The settled view: the whole run re-segmented at test end (partial before it, or when the run was cut short). */
-  settled: Settled;
+  /** The settled view: the whole run re-segmented at test end (partial before it, or when the run was cut short);
+   * { error } when it could not be written (a non-finite figure: a bug; summary.json then has a warning instead). */
+  settled: Settled | { error: string };
 }
 /** The settled view of a scenario (its iterations) or of an endpoint (its requests). */
 export interface Settled {

@@ -143,6 +143,11 @@ func JudgeSettled(s *Summary, rules []LimitRule, scenario, endpoint string) (*Ga
 		sc := s.Scenarios[name]
 		v := sc.Settled
 		if v == nil {
+			for _, w := range s.Warnings {
+				if strings.HasPrefix(w, "scenario "+name+": the settled view cannot be written") {
+					return nil, fmt.Errorf("scenario %s has no settled view: the run could not write it (summary.json's warning: %s)", name, w)
+				}
+			}
 			return nil, fmt.Errorf("scenario %s has no settled view: the folder was written before the settled view existed (summary.json field scenarios.%s.settled)", name, name)
 		}
 		label := name

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -264,28 +265,41 @@ func writeSettledTable(b *strings.Builder, s *Summary) {
 		if v == nil {
 			continue
 		}
-		class := v.Class
-		if v.Partial {
-			class += " (partial)"
-		}
-		fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td>", html.EscapeString(name), html.EscapeString(class), fmtMs(v.TTSSMs, 0), fmtMs(sc.TTSSMs, 0))
-		if st := v.Stats; v.Steady && st != nil {
-			er := "-"
-			if st.ErrorRate != nil {
-				er = fmt.Sprintf("%.2f%%", 100**st.ErrorRate)
+		writeSettledRow(b, html.EscapeString(name), v, sc.TTSSMs)
+		// each endpoint's own view (scope 'endpoint': its requests)
+		for _, ep := range slices.Sorted(maps.Keys(v.Endpoints)) {
+			var online *float64
+			if d := sc.Endpoints[ep]; d != nil && d.SteadyStart != nil {
+				online = &d.SteadyStart.ElapsedMs
 			}
-			fmt.Fprintf(b, "<td>%d</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%s</td>", st.Count, st.P50Ms, st.P90Ms, st.P95Ms, st.P99Ms, st.MaxMs, er)
-		} else {
-			b.WriteString(strings.Repeat("<td>-</td>", 7))
+			writeSettledRow(b, "&nbsp;&nbsp;"+html.EscapeString(name+" "+ep), v.Endpoints[ep], online)
 		}
-		if o := v.Online; o != nil {
-			fmt.Fprintf(b, "<td>%.1f%%</td><td>%.1f%%</td>", 100*o.Contamination, 100*o.Coverage)
-		} else {
-			b.WriteString("<td>-</td><td>-</td>")
-		}
-		fmt.Fprintf(b, "<td>%s</td></tr>\n", html.EscapeString(v.Reason))
 	}
 	b.WriteString("</table>\n")
+}
+
+// writeSettledRow is one row of the settled table: label is HTML.
+func writeSettledRow(b *strings.Builder, label string, v *Settled, onlineTTSS *float64) {
+	class := v.Class
+	if v.Partial {
+		class += " (partial)"
+	}
+	fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td>", label, html.EscapeString(class), fmtMs(v.TTSSMs, 0), fmtMs(onlineTTSS, 0))
+	if st := v.Stats; v.Steady && st != nil {
+		er := "-"
+		if st.ErrorRate != nil {
+			er = fmt.Sprintf("%.2f%%", 100**st.ErrorRate)
+		}
+		fmt.Fprintf(b, "<td>%d</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%s</td>", st.Count, st.P50Ms, st.P90Ms, st.P95Ms, st.P99Ms, st.MaxMs, er)
+	} else {
+		b.WriteString(strings.Repeat("<td>-</td>", 7))
+	}
+	if o := v.Online; o != nil {
+		fmt.Fprintf(b, "<td>%.1f%%</td><td>%.1f%%</td>", 100*o.Contamination, 100*o.Coverage)
+	} else {
+		b.WriteString("<td>-</td><td>-</td>")
+	}
+	fmt.Fprintf(b, "<td>%s</td></tr>\n", html.EscapeString(v.Reason))
 }
 
 func distCells(d *Dist) string {

@@ -124,6 +124,17 @@ func TestReportDrawsSettled(t *testing.T) {
 	html = sb.String()
 	require.Contains(t, html, `class="gate-not-held">not-held</td>`)
 	require.Contains(t, html, `<td class="steady">steady (not held)</td>`)
+
+	// an endpoint's settled view has a row of its own, in the report and
+	// the text table
+	ttss := 1500.0
+	sc.Settled.Endpoints = map[string]*Settled{"/items": {Steady: true, Class: "warmup", TTSSMs: &ttss,
+		Stats: &SettledStats{Count: 1234, P50Ms: 4.25, P90Ms: 5, P95Ms: 6, P99Ms: 7.5, MaxMs: 9}}}
+	sb.Reset()
+	require.NoError(t, run.Report(&sb))
+	require.Contains(t, sb.String(), "<tr><td>&nbsp;&nbsp;load /items</td><td>warmup</td><td>1500</td>")
+	txt := TextTable(run.Summary)
+	require.Regexp(t, `\n    /items\s+warmup\s+1500\s+1234\s+4\.25`, txt)
 }
 
 // TestWindowsSettledColumn: windows.csv places each window against the

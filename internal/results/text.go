@@ -2,6 +2,8 @@ package results
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -71,18 +73,14 @@ func settledTable(b *strings.Builder, s *Summary) {
 	b.WriteString("Settled view (the whole run re-segmented at its end; iteration duration, ms):\n")
 	fmt.Fprintf(b, "  %-16s %-16s %9s %10s %10s %9s %9s %11s %9s %9s\n",
 		"scenario", "class", "TTSS ms", "steady n", "steady p50", "p95", "p99", "error rate", "online <", "online ⊂")
-	for _, name := range s.SortedScenarios() {
-		v := s.Scenarios[name].Settled
-		if v == nil {
-			continue
-		}
+	row := func(name string, v *Settled) {
 		class := v.Class
 		if v.Partial {
 			class += " (partial)"
 		}
 		if !v.Steady || v.Stats == nil {
 			fmt.Fprintf(b, "  %-16s %-16s %9s  no steady state: %s\n", name, class, "-", v.Reason)
-			continue
+			return
 		}
 		er := "-"
 		if v.Stats.ErrorRate != nil {
@@ -94,6 +92,17 @@ func settledTable(b *strings.Builder, s *Summary) {
 		}
 		fmt.Fprintf(b, "  %-16s %-16s %9s %10d %10.2f %9.2f %9.2f %11s %9s %9s\n",
 			name, class, fmtMs(v.TTSSMs, 0), v.Stats.Count, v.Stats.P50Ms, v.Stats.P95Ms, v.Stats.P99Ms, er, cont, cov)
+	}
+	for _, name := range s.SortedScenarios() {
+		v := s.Scenarios[name].Settled
+		if v == nil {
+			continue
+		}
+		row(name, v)
+		// each endpoint's own view (scope 'endpoint': its requests, ms)
+		for _, ep := range slices.Sorted(maps.Keys(v.Endpoints)) {
+			row("  "+ep, v.Endpoints[ep])
+		}
 	}
 	b.WriteString("  (online <: steady-tagged iterations that started before the settled boundary; online ⊂: settled-steady iterations tagged steady)\n")
 }

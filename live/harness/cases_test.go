@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -71,4 +72,28 @@ func TestBaseEnv(t *testing.T) {
 	}
 	require.Contains(t, env, "PATH="+os.Getenv("PATH"))
 	require.Contains(t, env, "LC_ALL=C.UTF-8")
+}
+
+// TestStepDrop: the step's drop is where the iterations stay fast, not a
+// lone fast one before it (a failed request answered at once).
+func TestStepDrop(t *testing.T) {
+	var it []Iteration
+	for i := range 400 {
+		start := float64(i) * 0.02 // 8 s
+		ms := 40.0
+		if start >= 5 {
+			ms = 5
+		}
+		if i == 50 { // 1 s in: a fast failure
+			ms = 0.3
+		}
+		if i == 300 { // after the drop: a slow outlier
+			ms = 45
+		}
+		it = append(it, Iteration{Start: start, Ms: ms})
+	}
+	// in arrival (end) order, not start order
+	it[100], it[101] = it[101], it[100]
+	require.InDelta(t, 5.0, stepDrop(it), 1e-9)
+	require.True(t, math.IsInf(stepDrop(it[:200]), 1), "no drop in the first 4 s")
 }

@@ -62,7 +62,7 @@ import (
 //     same way over their second halves beyond the envelope (and by more
 //     than trendMin; the Theil-Sen change of the block medians, Sen 1968):
 //     a drift or a slowdown repeats, a wave does not. A run is also without steady
-//     state when its boundary leaves fewer than minSteadyBlocks blocks.
+//     state when its boundary leaves minSteadyBlocks blocks or fewer.
 const (
 	ConsensusMinRuns = 3
 	welchHalf        = 2

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -277,17 +278,36 @@ func JudgeWith(c Case, run int, out *RunOutput, ref Reference) *Figures {
 	return f
 }
 
-// stepDrop is when the step service's latency dropped: the first start of
-// an iteration faster than stepDropMs.
+// stepDrop is when the step service's latency dropped: the start of the
+// first iteration (by start) faster than stepDropMs that stepDropRun - 1 of
+// the stepDropRun iterations started after it are too. A lone fast
+// iteration before the drop (a failed request answered at once) does not
+// move it earlier, which would hide steady tags before the drop.
 func stepDrop(it []Iteration) float64 {
-	drop := math.Inf(1)
-	for _, x := range it {
-		if x.Ms < stepDropMs && x.Start < drop {
-			drop = x.Start
+	starts := make([]Iteration, len(it))
+	copy(starts, it)
+	slices.SortStableFunc(starts, func(a, b Iteration) int { return cmp.Compare(a.Start, b.Start) })
+	fast := func(k int) bool { return starts[k].Ms < stepDropMs }
+	for k := range starts {
+		if !fast(k) {
+			continue
+		}
+		end := min(len(starts), k+1+stepDropRun)
+		n := 0
+		for j := k + 1; j < end; j++ {
+			if fast(j) {
+				n++
+			}
+		}
+		if n >= min(stepDropRun, end-k-1)-1 && end > k+1 {
+			return starts[k].Start
 		}
 	}
-	return drop
+	return math.Inf(1)
 }
+
+// stepDropRun: how many iterations after a fast one stepDrop looks at.
+const stepDropRun = 10
 
 // consistency lists where the run's accounts of the steady gate disagree:
 // k6's exit code and log line, the regime_steady metric, the text summary's

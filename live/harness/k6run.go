@@ -131,6 +131,8 @@ func (e *Env) runK6(ctx context.Context, c Case, addr, outDir, testid string) (*
 	out := &RunOutput{Stdout: stdout.String(), Stderr: stderr.String()}
 	var exitErr *exec.ExitError
 	switch {
+	case ctx.Err() != nil: // the harness was stopped (Ctrl+C), not k6 late
+		return out, fmt.Errorf("k6 stopped: %w", ctx.Err())
 	case cctx.Err() != nil:
 		return out, fmt.Errorf("k6 did not finish within %s; stderr:\n%s", timeout, tail(out.Stderr, 3000))
 	case errors.As(err, &exitErr):

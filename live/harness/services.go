@@ -284,7 +284,10 @@ func (r *running) exited() error {
 
 func (r *running) stopPG() {
 	if r.pg != nil {
-		_ = r.pg()
+		if err := r.pg(); err != nil {
+			// a postmaster left running holds its port and data: say so
+			fmt.Fprintf(os.Stderr, "live: stopping the service's PostgreSQL: %v\n", err)
+		}
 		r.pg = nil
 	}
 }

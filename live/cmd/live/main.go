@@ -352,6 +352,23 @@ func table(selected []harness.Case, files []string, rejudge bool, replay *detect
 			cases = append(cases, c.WithProfile(""))
 		}
 	}
+	// runs of a case the harness no longer has (renamed, removed) are left
+	// out: say so, so that their failures are not silently dropped
+	known := map[string]bool{}
+	for _, c := range cases {
+		known[c.Name] = true
+	}
+	var left []string
+	for name := range seen {
+		if !known[name] && !known[strings.TrimSuffix(name, "+profile")] {
+			left = append(left, name)
+		}
+	}
+	if len(left) > 0 && len(cases) > 0 {
+		sort.Strings(left)
+		fmt.Fprintf(os.Stderr, "live: -from: left out the runs of %s (not among the cases selected, or no longer a case of the harness)\n",
+			strings.Join(left, ", "))
+	}
 	if len(cases) == 0 {
 		var held []string
 		for name := range seen {
