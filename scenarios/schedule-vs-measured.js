@@ -83,6 +83,7 @@ export function handleSummary(data) {
     `  iterations by schedule x regime   ${pad('cold', 9)}${pad('warmup', 9)}steady`,
     `  ${pad('before the cut', 34)}${pad(cell('warmup', 'cold'), 9)}${pad(cell('warmup', 'warmup'), 9)}${cell('warmup', 'steady')}`,
     `  ${pad('after the cut', 34)}${pad(cell('steady', 'cold'), 9)}${pad(cell('steady', 'warmup'), 9)}${cell('steady', 'steady')}`,
+    `  ${pad('iterations (k6)', 34)}${((m.iterations || {}).values || {}).count || 0}`,
     '',
     `  detector: class ${s.class}, steady to the end ${s.steady}, TTSS ${s.ttss_ms === null ? '-' : f(s.ttss_ms)} ms, relapses ${s.relapses}`,
     '',

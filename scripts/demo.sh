@@ -29,12 +29,20 @@ if [ -z "$up" ]; then
   exit 1
 fi
 
+# a testid of this run's own, to find its results folder (not an earlier
+# run's, and none when k6 wrote none)
+TESTID=${TESTID:-demo-$$-$RANDOM}
+RESULTS_DIR=${RESULTS_DIR:-results}
 set +e
 BASE_URL="http://$HTTP_ADDR" GRPC_ADDR="$GRPC_ADDR_" PROFILE="$PROFILE" VARIANT="$VARIANT" \
-  ./k6 run --no-usage-report "$SCRIPT"
+  TESTID="$TESTID" RESULTS_DIR="$RESULTS_DIR" ./k6 run --no-usage-report "$SCRIPT"
 code=$?
+latest=$(ls -1dt "$RESULTS_DIR"/*-"$TESTID"-*/ 2>/dev/null | head -1)
 set -e
-latest=$(ls -1dt results/*/ 2>/dev/null | head -1)
 echo
-echo "demo: k6 exited with $code; results in ${latest:-results/} (service log: $log)"
+if [ -n "$latest" ]; then
+  echo "demo: k6 exited with $code; results in $latest (service log: $log)"
+else
+  echo "demo: k6 exited with $code; it wrote no results folder of this run in $RESULTS_DIR/ (service log: $log)"
+fi
 exit $code

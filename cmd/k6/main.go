@@ -4,11 +4,20 @@
 package main
 
 import (
+	"os"
+
 	k6cmd "go.k6.io/k6/v2/cmd"
 
 	_ "github.com/xk6-regime/xk6-regime" // the registrations (register.go)
 )
 
 func main() {
+	// k6 sends a usage report to stats.grafana.org at the end of every run
+	// unless told not to; this binary's runs talk to the service under test
+	// only. K6_NO_USAGE_REPORT=false turns the report back on (the variable
+	// is set here, so it overrides a config file's noUsageReport).
+	if _, set := os.LookupEnv("K6_NO_USAGE_REPORT"); !set {
+		_ = os.Setenv("K6_NO_USAGE_REPORT", "true")
+	}
 	k6cmd.Execute()
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -10,7 +11,8 @@ import (
 
 // TestTestEndWhileIngesting: k6's TestEnd arrives while the metrics engine
 // still delivers the last samples. The steady gate is pushed once per
-// scenario, and every iteration is still accounted after it. Run with -race.
+// scenario, and every iteration is still accounted after it: the first half
+// races TestEnd, the second half is delivered after it ended. Run with -race.
 func TestTestEndWhileIngesting(t *testing.T) {
 	t.Parallel()
 	rs, reg := newTestRunState(t)
@@ -21,12 +23,21 @@ func TestTestEndWhileIngesting(t *testing.T) {
 	scenarios := []string{"a", "b"}
 	const n = 20_000
 	started, done := make(chan struct{}), make(chan struct{})
-	go func() { // k6's metrics engine: one goroutine
+	lateOK := false // written by the ingester before done closes
+	go func() {     // k6's metrics engine: one goroutine
 		defer close(done)
 		base := time.Unix(1_700_000_000, 0)
 		for i := range n {
 			if i == n/10 {
 				close(started)
+			}
+			if i == n/2 {
+				// the second half after TestEnd, whatever the scheduler
+				// did with the first (bounded: 10 s)
+				for deadline := time.Now().Add(10 * time.Second); !rs.Ended() && time.Now().Before(deadline); {
+					runtime.Gosched()
+				}
+				lateOK = rs.Ended()
 			}
 			sc := scenarios[i%2]
 			tags := reg.RootTagSet().With(scenarioTag, sc).With(RegimeTag, "steady")
@@ -38,6 +49,7 @@ func TestTestEndWhileIngesting(t *testing.T) {
 	rs.testEnd()
 	<-done
 	require.True(t, rs.Ended())
+	require.True(t, lateOK, "TestEnd had not ended 10 s after it began")
 
 	gates := map[string]int{}
 	for len(ch) > 0 {

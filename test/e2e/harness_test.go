@@ -44,16 +44,30 @@ type k6Result struct {
 // runK6 writes script into a temp dir and runs `k6 run` on it, bounded in time.
 func runK6(tb testing.TB, script string, env map[string]string, args ...string) k6Result {
 	tb.Helper()
+	res, err := startK6(tb, script, env, args...)()
+	require.NoError(tb, err)
+	return res
+}
+
+// startK6 writes script into a temp dir (on the test's goroutine) and
+// returns the run: a function that runs `k6 run` on it, bounded in time, and
+// fails nothing, so that another goroutine can call it (a FailNow there
+// would end that goroutine before it reported, and leave the test waiting
+// on it until the package's timeout).
+func startK6(tb testing.TB, script string, env map[string]string, args ...string) func() (k6Result, error) {
+	tb.Helper()
 	dir := tb.TempDir()
 	require.NoError(tb, os.WriteFile(filepath.Join(dir, "script.js"), []byte(script), 0o600))
 	all := map[string]string{"REPO": repoRoot(tb)}
 	for k, v := range env {
 		all[k] = v
 	}
-	res, err := runK6Script(k6Binary(tb), dir, "script.js", all, append([]string{"--quiet"}, args...)...)
-	require.NoError(tb, err)
-	res.Dir = dir
-	return res
+	bin := k6Binary(tb)
+	return func() (k6Result, error) {
+		res, err := runK6Script(bin, dir, "script.js", all, append([]string{"--quiet"}, args...)...)
+		res.Dir = dir
+		return res, err
+	}
 }
 
 // jsonPoint is one line of k6's --out json of type Point.
@@ -140,21 +154,24 @@ func coldWarmSteady(coldN, warmN int64, steady time.Duration) latencyFunc {
 	}
 }
 
-// settlesThenSlows: steady with small jitter for settleN requests, then
-// latency grows by growth times the steady level per second of wall time
-// since request settleN, for the rest of the run. A slope in time, not per
-// request: a server slowed by the race detector on a busy machine serves
-// fewer requests, and a slope per request then grew too little to relapse
-// in an 8-s test (CI, stop 26).
-func settlesThenSlows(settleN int64, steady time.Duration, growth float64) latencyFunc {
-	var since time.Time // guarded by the server's mutex
+// settlesThenSlows: steady with small jitter for settleN requests or
+// settleFor after the first one, whichever comes first, then a level that
+// grows by growth x steady per second from then on (time-based, so that
+// the slowdown is as steep however fast the load loop runs; the time cap
+// keeps it inside the run on a machine slow enough that settleN requests
+// take most of it).
+func settlesThenSlows(settleN int64, settleFor, steady time.Duration, growth float64) latencyFunc {
+	var first, since time.Time // guarded by the server's mutex
 	return func(i int64, rng *rand.Rand) time.Duration {
 		jitter := time.Duration(rng.Float64() * float64(steady) * 0.1)
-		if i < settleN {
-			return steady + jitter
+		if first.IsZero() {
+			first = time.Now()
+		}
+		if since.IsZero() && (i >= settleN || time.Since(first) >= settleFor) {
+			since = time.Now()
 		}
 		if since.IsZero() {
-			since = time.Now()
+			return steady + jitter
 		}
 		return steady + jitter + time.Duration(growth*time.Since(since).Seconds()*float64(steady))
 	}

@@ -125,17 +125,26 @@ var (
 	historyOnce  sync.Once
 	historyFixed *historyRuns
 	historyErr   string
+	historyWork  string // removed by TestMain, whatever became of the runs
 )
 
 func history(t *testing.T) *historyRuns {
 	t.Helper()
 	historyOnce.Do(func() {
+		// a t.Fatal in here (startStep, waitFirstRequest) ends the Do: the
+		// tests that call history() after it must fail, not get nil runs
+		defer func() {
+			if historyFixed == nil && historyErr == "" {
+				historyErr = "the history runs failed in the first test that needed them (above)"
+			}
+		}()
 		root := repoRoot(t)
 		work, err := os.MkdirTemp("", "xk6-regime-history-")
 		if err != nil {
 			historyErr = err.Error()
 			return
 		}
+		historyWork = work
 		h := &historyRuns{work: work, svc: filepath.Join(work, "gosvc"), results: filepath.Join(work, "results")}
 		build := exec.Command("go", "build", "-o", h.svc, "./live/services/gosvc")
 		build.Dir = root
@@ -157,12 +166,16 @@ func history(t *testing.T) *historyRuns {
 					stepAt = 4 * time.Second // the warm-up twice as long
 				}
 				addr := startStep(t, h.svc, stepAt, 20*time.Millisecond, to)
+				run := startK6(t, historyScript, map[string]string{
+					"ADDR": addr, "OUT": h.results, "COMMIT": fmt.Sprintf("c%02d", i), "DUR": "10s"})
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					res := runK6(t, historyScript, map[string]string{
-						"ADDR": addr, "OUT": h.results, "COMMIT": fmt.Sprintf("c%02d", i), "DUR": "10s"})
-					if res.ExitCode != 0 {
+					res, err := run()
+					switch {
+					case err != nil:
+						errs[k] = fmt.Sprintf("run %d: %v", i, err)
+					case res.ExitCode != 0:
 						errs[k] = fmt.Sprintf("run %d: exit %d\n%s\n%s", i, res.ExitCode, res.Stdout, res.Stderr)
 					}
 				}()

@@ -14,8 +14,8 @@ import (
 // TestMain removes the folder of the runs history() shares between tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if historyFixed != nil {
-		_ = os.RemoveAll(historyFixed.work)
+	if historyWork != "" {
+		_ = os.RemoveAll(historyWork)
 	}
 	os.Exit(code)
 }

@@ -207,11 +207,10 @@ func TestNeverSettlingServerFailsTheGate(t *testing.T) {
 	require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
 	// with 250 ms windows a level that grows like the square root of time
 	// (a closed model on latency proportional to the request count) can look
-	// flat for 9 windows; then the halves of the steady state disagree at
-	// the end
-	if !strings.Contains(res.Stderr, "steady state was never reached in gameplay") {
-		require.Regexp(t, `reached but not held to the end in gameplay: its level drifted by \+\d+%`, res.Stderr)
-	}
+	// flat for 9 windows; then the gate says why it was not held: the level
+	// drifted, the steady state was too short a part of the run, or it
+	// relapsed (which of them depends on when the windows looked flat)
+	require.Regexp(t, `steady state was (never reached in gameplay|reached but not held to the end in gameplay(: its level drifted by \+\d+%|: the final steady state spans \d+% of the scenario, the gate needs| \(it relapsed\)))`, res.Stderr)
 	require.Contains(t, res.Stderr, "regime_steady")
 }
 
@@ -279,7 +278,9 @@ func TestUntaggedRunsStillGate(t *testing.T) {
 	for _, r := range runs {
 		latency := neverSettles(4 * time.Microsecond)
 		if r.settles {
-			latency = coldWarmSteady(40, 200, 2*time.Millisecond)
+			// 10 ms: well above what four neighbours (whose own servers
+			// slow down) move a 2-VU closed loop's iteration by
+			latency = coldWarmSteady(40, 200, 10*time.Millisecond)
 		}
 		r.srv = newScheduleServer(t, latency)
 		r.summary = filepath.Join(t.TempDir(), "regime.json")
@@ -328,16 +329,16 @@ func TestUntaggedRunsStillGate(t *testing.T) {
 // state was reached but not held, instead of judging the run by the steady
 // samples from before the slowdown.
 func TestRelapseFailsTheGate(t *testing.T) {
-	// +100% of the level per second from request 1,500 on (steady state
-	// is declared after ~800 requests)
-	srv := newScheduleServer(t, settlesThenSlows(1500, 4*time.Millisecond, 1))
+	// +100% of the level per second from request 1,500 or 5 s on,
+	// whichever comes first (steady state is declared after ~800 requests,
+	// about 2 s: 8 windows of 250 ms; the run lasts 8 s)
+	srv := newScheduleServer(t, settlesThenSlows(1500, 5*time.Second, 4*time.Millisecond, 1))
 	script := strings.ReplaceAll(gateScript, "${REPO}", repoRoot(t))
 	res := runK6(t, script, map[string]string{"BASE_URL": srv.URL})
 	require.Equal(t, 99, res.ExitCode, "%d requests; stderr:\n%s", srv.n.Load(), res.Stderr)
 	require.Contains(t, res.Stderr, "reached steady state")
 	require.Contains(t, res.Stderr, "steady state was reached but not held to the end in gameplay (it relapsed)")
 	require.Contains(t, res.Stderr, "regime_steady")
-	require.Greater(t, srv.n.Load(), int64(1600), "the slowdown must have started during the run")
 }
 
 // TestUnknownPhaseOrScenarioFailsAtStart: thresholds and settings naming a

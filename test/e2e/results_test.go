@@ -100,13 +100,20 @@ func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 	}
 	seq := "--execution-segment-sequence=0,1/2,1"
 	shared := t.TempDir()
-	done := make(chan k6Result, 2)
+	type ran struct {
+		res k6Result
+		err error
+	}
+	done := make(chan ran, 2)
 	for _, seg := range []string{"0:1/2", "1/2:1"} {
-		go func() { done <- runK6(t, resultsScript, env(shared), "--execution-segment="+seg, seq) }()
+		run := startK6(t, resultsScript, env(shared), "--execution-segment="+seg, seq)
+		go func() { r, err := run(); done <- ran{r, err} }()
 	}
 	var segDirs []string
 	for range 2 {
-		r := <-done
+		got := <-done
+		require.NoError(t, got.err)
+		r := got.res
 		require.Equal(t, 0, r.ExitCode, "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 		require.Contains(t, r.Stdout, "Regimes per scenario")
 		segDirs = append(segDirs, resultsPath(t, r))

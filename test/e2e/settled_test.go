@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -65,6 +66,14 @@ export function handleSummary(data) {
 // set, the latency grows by drift per request instead, for good.
 func clockServer(tb testing.TB, warmFor, slow, fast, drift time.Duration) *httptest.Server {
 	tb.Helper()
+	srv, _ := clockServerN(tb, warmFor, slow, fast, drift)
+	return srv
+}
+
+// clockServerN is clockServer with the count of the requests it has served.
+func clockServerN(tb testing.TB, warmFor, slow, fast, drift time.Duration) (*httptest.Server, *atomic.Int64) {
+	tb.Helper()
+	served := &atomic.Int64{}
 	var mu sync.Mutex
 	var t0 time.Time
 	var n int64
@@ -86,9 +95,10 @@ func clockServer(tb testing.TB, warmFor, slow, fast, drift time.Duration) *httpt
 		mu.Unlock()
 		time.Sleep(d) // the simulated service time itself
 		_, _ = fmt.Fprint(w, "ok")
+		served.Add(1)
 	}))
 	tb.Cleanup(srv.Close)
-	return srv
+	return srv, served
 }
 
 func readVerdicts(t *testing.T, dir string) map[string]bool {
@@ -170,7 +180,7 @@ func TestSettledNeverSettling(t *testing.T) {
 // partial already at k6's TestEnd: in summary() (called in handleSummary,
 // before saveResults) and in the log line.
 func TestSettledPartialOnInterrupt(t *testing.T) {
-	srv := clockServer(t, 3*time.Second, 20*time.Millisecond, 3*time.Millisecond, 0)
+	srv, served := clockServerN(t, 3*time.Second, 20*time.Millisecond, 3*time.Millisecond, 0)
 	dir := t.TempDir()
 	script := `
 import http from 'k6/http';
@@ -191,17 +201,29 @@ export function handleSummary() {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
-	// stop it once it has run for 15 s (bounded: the test's own 60 s is the limit)
-	timer := time.AfterFunc(15*time.Second, func() { _ = cmd.Process.Signal(syscall.SIGINT) })
-	defer timer.Stop()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(90 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("k6 did not stop after SIGINT; stderr:\n%s", stderr.String())
+	// stop it once the server has served 1,300 requests (13 s at 100/s,
+	// however long k6 took to start), checked every 100 ms; bounded: k6's
+	// own 60 s end, then 90 s for the stop
+	sent := false
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		if !sent && served.Load() >= 1300 {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			sent = true
+		}
+		select {
+		case <-done:
+		case <-time.After(100 * time.Millisecond):
+			if time.Now().Before(deadline) {
+				continue
+			}
+			_ = cmd.Process.Kill()
+			t.Fatalf("k6 did not stop (SIGINT sent: %v); stderr:\n%s", sent, stderr.String())
+		}
+		break
 	}
+	require.True(t, sent, "k6 ended before 1,300 requests (%d); stderr:\n%s", served.Load(), stderr.String())
 	found, _ := filepath.Glob(filepath.Join(dir, "out", "*", "summary.json"))
 	require.Len(t, found, 1, "stderr:\n%s", stderr.String())
 	b, err := os.ReadFile(found[0])
