@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +40,8 @@ func runK6Script(bin, root, path string, env map[string]string, args ...string) 
 	full := append([]string{"run", "--no-usage-report", "--log-format", "raw"}, args...)
 	cmd := exec.CommandContext(ctx, bin, append(full, path)...)
 	cmd.Dir = root
+	// killed with the test binary, should it die first (a package timeout)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(os.Environ(), "K6_NO_USAGE_REPORT=true")
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
