@@ -328,7 +328,7 @@ func (mi *moduleInstance) current() (string, error) {
 // summary returns what the detectors found, per scenario, for handleSummary
 // (an error, a bug, is thrown in JavaScript).
 func (mi *moduleInstance) summary() (map[string]any, error) {
-	return summaryJS(mi.rs.Report())
+	return summaryJS(mi.rs.SummaryReport())
 }
 
 // summaryJS is the report as JavaScript reads it: its JSON, decoded, at

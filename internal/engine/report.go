@@ -27,8 +27,9 @@ type RunReport struct {
 	DroppedSamples            int64                                      `json:"dropped_samples"`
 	IterationsWithoutScenario int64                                      `json:"iterations_without_scenario"`
 	Profile                   *results.ProfileUse                        `json:"profile"`
-	// End says how the run ended as far as is known when the report is
-	// made (in handleSummary: a signal, an abort, or completed).
+	// End says how the run ended as far as is known in handleSummary (a
+	// signal, an abort, or completed): set by SummaryReport only, since it
+	// reads k6's thresholds, which only handleSummary may.
 	End *results.RunEnd `json:"end"`
 }
 
@@ -145,8 +146,17 @@ func (s settledReport) MarshalJSON() ([]byte, error) {
 	return b, nil
 }
 
+// SummaryReport is Report with how the run ended: summary()'s, in
+// handleSummary, after k6's last threshold evaluation.
+func (rs *RunState) SummaryReport() *RunReport {
+	r := rs.Report()
+	r.End = rs.end.current()
+	return r
+}
+
 // Report builds the run's report, per scenario; each scenario is read
 // under its own lock. It is safe for concurrent use, during the run too.
+// Its End is nil (SummaryReport sets it).
 func (rs *RunState) Report() *RunReport {
 	r := &RunReport{
 		Requests:                  rs.bd.requestReports(),
@@ -156,7 +166,6 @@ func (rs *RunState) Report() *RunReport {
 		DroppedSamples:            rs.dropped.Load(),
 		IterationsWithoutScenario: rs.noScenarioTag.Load(),
 		Profile:                   rs.profileUse(),
-		End:                       rs.end.current(),
 	}
 	var first time.Time
 	for _, name := range rs.knownScenarios() {

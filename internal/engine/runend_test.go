@@ -255,4 +255,10 @@ func TestTextSummaryOfAnInterruptedRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, txt, "RUN ENDED EARLY")
 	require.Contains(t, txt, "SIGINT")
+	// summary() says so too; Report() (InfluxDB, summary.json) reads no
+	// threshold and leaves it to them
+	end := rs.SummaryReport().End
+	require.NotNil(t, end)
+	require.Equal(t, "SIGINT", end.Signal)
+	require.Nil(t, rs.Report().End)
 }
