@@ -100,15 +100,19 @@ E2E_PKGS := ./test/...
 # call it from goroutines (the engine, the JS module, detect) run with it
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/' | grep -v '/detector$$')
 
-## test: make deps (quick when all is installed; Debian packages need root), vet, build k6 and the demo service, the thresholds helper's unit tests (node --test), unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the run engine's ingest (internal/engine) without -race (heap bound), every fuzz target for 5 s, then end-to-end tests (real k6, PostgreSQL, InfluxDB, Apache Otava, actionlint, kubeconform, the short live harness) one package at a time
+## test: make deps (quick when all is installed; Debian packages need root: without root it warns, and fails only when CI is set), vet, build k6 and the demo service, the thresholds helper's unit tests (node --test), unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the run engine's ingest (internal/engine) without -race (heap bound), every fuzz target for 3 s (make fuzz for longer), then end-to-end tests (real k6, PostgreSQL, InfluxDB, Apache Otava, actionlint, kubeconform, the short live harness) one package at a time
 .PHONY: test
-test: deps vet build build-demo tools
+# deps first, then the rest (as prerequisites, make -j would run deps's own
+# make tools beside this one's)
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory vet build build-demo tools
 	node --test thresholds/index.test.mjs
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
 	cd demo && $(GO) test -race -count=1 -timeout 10m ./...
 	set -o pipefail; $(GO) test -count=1 -timeout 10m -v ./detector/ | grep -v -E '^(=== (RUN|PAUSE|CONT)|--- PASS|    --- PASS)'
 	set -o pipefail; $(GO) test -count=1 -timeout 5m -run '^TestIngestHourFlat$$' -v ./internal/engine/ | grep -E '^(---|ok|FAIL|    soak_test)'
-	GO=$(GO) FUZZTIME=5s ./scripts/fuzz.sh
+	GO=$(GO) FUZZTIME=3s ./scripts/fuzz.sh
 	K6_BIN=$(CURDIR)/k6 DEMO_BIN=$(CURDIR)/bin/demo-service \
 	  ACTIONLINT_BIN=$(CURDIR)/$(ACTIONLINT) KUBECONFORM_BIN=$(CURDIR)/$(KUBECONFORM) \
 	  $(GO) test -race -count=1 -p 1 -timeout 20m $(E2E_PKGS)

@@ -148,8 +148,8 @@ export interface Summary {
   iterations_without_scenario: number;
   /** The profile that judged the run and its checks (null without one; checks are made at test end). */
   profile: ProfileUse | null;
-  /** How the run ended, as far as is known when summary() is called (in handleSummary: after the test). */
-  end: RunEnd;
+  /** How the run ended, in handleSummary (after the test); null when summary() is called during the test. */
+  end: RunEnd | null;
 }
 /** How a run ended: summary.json's end. */
 export interface RunEnd {

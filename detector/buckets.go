@@ -54,6 +54,10 @@ type Bucket struct {
 	// its 2 significant digits: a settled max above every iteration's);
 	// valid when H holds a value
 	minUs, maxUs int64
+	// sumUs is the sum of what the bucket holds (µs), exact where Record
+	// and RecordN recorded it (the histogram's mean uses its buckets'
+	// middles: a mean above every recorded value)
+	sumUs float64
 }
 
 // note widens the bucket's exact range to [lo, hi] (µs).
@@ -160,6 +164,7 @@ func (tb *TimeBuckets) compact() {
 				if a.H == nil || a.H.TotalCount() == 0 || b.maxUs > a.maxUs {
 					a.maxUs = b.maxUs
 				}
+				a.sumUs += b.sumUs
 			}
 			switch {
 			case a.H == nil:
@@ -206,6 +211,7 @@ func (tb *TimeBuckets) Record(t int64, ms float64) {
 	}
 	k := tb.index(t)
 	tb.b[k].note(us, us)
+	tb.b[k].sumUs += float64(us)
 	_ = tb.hist(k).RecordValue(us) // within range: cannot fail
 	tb.n++
 }
@@ -246,6 +252,7 @@ func (tb *TimeBuckets) RecordN(t int64, ms float64, n int64) {
 	}
 	k := tb.index(t)
 	tb.b[k].note(us, us)
+	tb.b[k].sumUs += float64(us) * float64(n)
 	_ = tb.hist(k).RecordValues(us, n) // within range: cannot fail
 	tb.n += n
 }
@@ -268,6 +275,7 @@ func (tb *TimeBuckets) From(t int64) Span {
 	var sp Span
 	h := NewBucketHistogram()
 	var lo, hi int64 // the exact range of what h holds
+	var sum float64  // and its sum (µs)
 	for k := range tb.b {
 		b := &tb.b[k]
 		if tb.Start(k) < t {
@@ -287,6 +295,7 @@ func (tb *TimeBuckets) From(t int64) Span {
 			if h.TotalCount() == 0 || b.maxUs > hi {
 				hi = b.maxUs
 			}
+			sum += b.sumUs
 			h.Merge(b.H)
 		}
 	}
@@ -295,7 +304,8 @@ func (tb *TimeBuckets) From(t int64) Span {
 		// the histogram's values are its buckets' edges (2 significant
 		// digits); the range is exact, and no quantile lies outside it
 		ms := func(us int64) float64 { return float64(min(max(us, lo), hi)) / 1000 }
-		sp.Stats.Min, sp.Stats.Max, sp.Stats.Mean = ms(lo), ms(hi), h.Mean()/1000
+		sp.Stats.Min, sp.Stats.Max = ms(lo), ms(hi)
+		sp.Stats.Mean = min(max(sum/float64(sp.Stats.Count), float64(lo)), float64(hi)) / 1000
 		sp.Stats.P50, sp.Stats.P90, sp.Stats.P95, sp.Stats.P99 = ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(90)), ms(h.ValueAtQuantile(95)), ms(h.ValueAtQuantile(99))
 	}
 	sp.Hist = h
@@ -312,6 +322,7 @@ func (tb *TimeBuckets) Add(t int64, h *hdrhistogram.Histogram, requests, failed 
 	if h != nil && h.TotalCount() > 0 {
 		// a histogram's own range: its values' bucket edges, not exact
 		b.note(h.Min(), h.Max())
+		b.sumUs += h.Mean() * float64(h.TotalCount())
 		tb.hist(k).Merge(h)
 		tb.n += h.TotalCount()
 	}

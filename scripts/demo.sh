@@ -37,7 +37,10 @@ set +e
 BASE_URL="http://$HTTP_ADDR" GRPC_ADDR="$GRPC_ADDR_" PROFILE="$PROFILE" VARIANT="$VARIANT" \
   TESTID="$TESTID" RESULTS_DIR="$RESULTS_DIR" ./k6 run --no-usage-report "$SCRIPT"
 code=$?
-latest=$(ls -1dt "$RESULTS_DIR"/*-"$TESTID"-*/ 2>/dev/null | head -1)
+# the folder name holds the testid as saveResults writes it: characters
+# other than letters, digits, '_', '.' and '-' become '_'
+safe=$(printf '%s' "$TESTID" | tr -c 'A-Za-z0-9_.-' '_')
+latest=$(ls -1dt "$RESULTS_DIR"/*-"$safe"-*/ 2>/dev/null | head -1)
 set -e
 echo
 if [ -n "$latest" ]; then

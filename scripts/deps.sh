@@ -12,20 +12,35 @@ command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # go test -race needs cgo: a C compiler and the C library's headers
 { command -v gcc >/dev/null 2>&1 && [ -e /usr/include/stdlib.h ]; } || need_apt+=(gcc libc6-dev)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
-# the live harness's JIT services: a JDK (javac, java) and Node.js (which
-# make test also runs: the thresholds helpers' tests)
-command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
+# Node.js: make test runs the thresholds helpers' tests with it (and the
+# live harness's V8 services)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+# the live harness's JIT services: a JDK (javac, java); make live only
+need_live=()
+command -v javac >/dev/null 2>&1 || need_live+=(default-jdk-headless)
 # actionlint runs shellcheck on the workflow's run: steps (the test requires it)
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
 # the history test's Apache Otava runs in a Python virtual environment
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 
-if [ ${#need_apt[@]} -gt 0 ]; then
-  if [ "$(id -u)" != 0 ]; then
-    echo "deps: missing Debian packages: ${need_apt[*]} (run as root: apt-get install -y ${need_apt[*]})" >&2
-    exit 1
+if [ "$(id -u)" != 0 ]; then
+  # not root: no apt-get. In CI (CI set) a package the tests need is an
+  # error; elsewhere a warning, and the tests that need it skip
+  if [ ${#need_live[@]} -gt 0 ]; then
+    echo "deps: warning: make live needs ${need_live[*]} (as root: apt-get install -y ${need_live[*]})" >&2
   fi
+  if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "deps: missing Debian packages: ${need_apt[*]} (run as root: apt-get install -y ${need_apt[*]})" >&2
+    if [ -n "${CI:-}" ]; then
+      exit 1
+    fi
+    echo "deps: warning: continuing without them; the tests that need them skip (they fail when CI is set)" >&2
+  fi
+  need_apt=()
+  need_live=()
+fi
+need_apt+=("${need_live[@]}")
+if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
@@ -61,7 +76,9 @@ fi
 make --no-print-directory tools
 # Apache Otava (change detection over run histories, PyPI apache-otava), for
 # the test of `k6 x regime history` (test/e2e/history_test.go)
-if [ ! -x .cache/otava/bin/otava ]; then
+if [ ! -x .cache/otava/bin/otava ] && ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  echo "deps: warning: no python3-venv, so no Apache Otava: TestHistoryOtava skips (fails when CI is set)" >&2
+elif [ ! -x .cache/otava/bin/otava ]; then
   echo "deps: pip install apache-otava==0.8.0 into .cache/otava"
   python3 -m venv .cache/otava
   .cache/otava/bin/pip install -q --disable-pip-version-check -c scripts/otava-constraints.txt apache-otava==0.8.0

@@ -146,11 +146,15 @@ func (s settledReport) MarshalJSON() ([]byte, error) {
 	return b, nil
 }
 
-// SummaryReport is Report with how the run ended: summary()'s, in
-// handleSummary, after k6's last threshold evaluation.
+// SummaryReport is Report with how the run ended: summary()'s. Only after
+// the test (handleSummary, after k6's last threshold evaluation): during
+// it k6 still evaluates the thresholds that current() reads, and the run
+// has not ended; End is nil then.
 func (rs *RunState) SummaryReport() *RunReport {
 	r := rs.Report()
-	r.End = rs.end.current()
+	if rs.Ended() {
+		r.End = rs.end.current()
+	}
 	return r
 }
 

@@ -245,10 +245,14 @@ func (k *comparer) unheld(sc, metric string) string {
 		return ""
 	}
 	x := k.cand.Scenarios[sc]
-	if x == nil || x.Steady || x.TTSSMs == nil {
+	if x == nil || x.GateVerdict() != "not-held" {
 		return "" // held, or never reached (no figure: judged as missing)
 	}
-	return fmt.Sprintf("the candidate's steady state was reached but not held in %s (%d relapses)", sc, x.Relapses)
+	how := "not held to the end: its level drifted, or its final steady state was too short a part of the run"
+	if x.Relapses > 0 {
+		how = fmt.Sprintf("relapses: %d", x.Relapses)
+	}
+	return fmt.Sprintf("the candidate's steady state was reached but not held in %s (%s)", sc, how)
 }
 
 // judge judges a budgeted row; a budget never passes on missing data.
@@ -264,9 +268,13 @@ func (k *comparer) judge(row *CompareRow, bud Budget, scenario string) {
 	}
 	if why := k.unheld(scenario, metric); why != "" && x != nil {
 		row.Fail, row.Note = true, why
-		k.c.Failures = append(k.c.Failures, fmt.Sprintf("%s %s %s: %s: its steady-tagged figures are no steady state's, "+
-			"so budget %s cannot pass on them (a settled_* budget judges the steady state the whole run shows)",
-			what, scope, metric, why, bud))
+		of := "its steady-tagged figures are no steady state's"
+		if metric == "ttss" {
+			of = "its TTSS is the start of a steady state that did not last"
+		}
+		k.c.Failures = append(k.c.Failures, fmt.Sprintf("%s %s %s: %s: %s, "+
+			"so budget %s cannot pass on it (a settled_* budget judges the steady state the whole run shows)",
+			what, scope, metric, why, of, bud))
 		return
 	}
 	switch {

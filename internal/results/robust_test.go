@@ -114,7 +114,7 @@ func TestCompareNeverPassesOnMissingData(t *testing.T) {
 		}, nil, "", []string{"candidate never reached steady state in load"}},
 		{"candidate reached steady state and lost it: its steady-tagged figures are not judged", func(s *Summary) {
 			s.Scenarios["load"].Steady, s.Scenarios["load"].Relapses = false, 1
-		}, nil, "", []string{"iteration load p95: the candidate's steady state was reached but not held in load (1 relapses)",
+		}, nil, "", []string{"iteration load p95: the candidate's steady state was reached but not held in load (relapses: 1)",
 			"request main/get /x/load/http p95: the candidate's steady state was reached but not held"}},
 		{"metric missing for one endpoint", func(s *Summary) {
 			s.Requests[2].Endpoint = "other"

@@ -100,7 +100,7 @@ func TestComposeConfig(t *testing.T) {
 		t.Skip(msg)
 	}
 	if _, err := exec.LookPath("docker"); err != nil {
-		skip("no docker CLI")
+		t.Skip("no docker CLI (make deps builds the compose plugin only for a docker CLI there is)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
