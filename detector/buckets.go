@@ -61,13 +61,14 @@ type Bucket struct {
 }
 
 // note widens the bucket's exact range to [lo, hi] (µs).
+// A bucket's H is set only when a value is recorded in it, so a nil H is
+// an empty bucket.
 func (b *Bucket) note(lo, hi int64) {
-	if b.H == nil || b.H.TotalCount() == 0 || lo < b.minUs {
-		b.minUs = lo
+	if b.H == nil {
+		b.minUs, b.maxUs = lo, hi
+		return
 	}
-	if b.H == nil || b.H.TotalCount() == 0 || hi > b.maxUs {
-		b.maxUs = hi
-	}
+	b.minUs, b.maxUs = min(b.minUs, lo), max(b.maxUs, hi)
 }
 
 // Geometry of the bucket histograms and the default bucketing.

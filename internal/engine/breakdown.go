@@ -34,7 +34,7 @@ type requestCell struct {
 	newConns                             int64
 	connectMs, tlsMs                     float64
 	firstNewConn, lastNewConn            time.Time
-	first                                time.Time // its first request sample
+	first                                time.Time // its first request sample (addLatency: every request has one)
 }
 
 // breakdown holds per scenario x phase x regime x endpoint request figures
@@ -240,9 +240,6 @@ func (b *breakdown) addConnect(s metrics.Sample, t *sampleTags, tls bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c := b.cellOf(t, "http", false)
-	if c.first.IsZero() || s.Time.Before(c.first) {
-		c.first = s.Time
-	}
 	if tls {
 		c.tlsMs += s.Value
 		return
