@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -33,6 +34,7 @@ type TimeBuckets struct {
 	free    []*hdrhistogram.Histogram
 	n       int64
 	early   int64
+	late    int64
 	outside int64
 	merges  int
 }
@@ -117,6 +119,13 @@ func (tb *TimeBuckets) N() int64 { return tb.n }
 // Early counts values that started before the origin (kept in the first bucket).
 func (tb *TimeBuckets) Early() int64 { return tb.early }
 
+// Late counts observations timed more than maxBucketSpan (30 days) after
+// the origin, counted in the last bucket.
+func (tb *TimeBuckets) Late() int64 { return tb.late }
+
+// maxBucketSpan is how far after the origin a timestamp may lie (ns).
+const maxBucketSpan = int64(30 * 24 * time.Hour)
+
 // OutOfRange counts values outside 1 µs..1 h (clamped).
 func (tb *TimeBuckets) OutOfRange() int64 { return tb.outside }
 
@@ -137,6 +146,15 @@ func (tb *TimeBuckets) index(t int64) int {
 		t = tb.origin
 	}
 	d := t - tb.origin
+	if d > maxBucketSpan {
+		// a bogus timestamp (a clock stepped forward by months) would
+		// merge the whole run into one bucket: kept in the last one
+		tb.late++
+		if len(tb.b) == 0 {
+			tb.b = append(tb.b, Bucket{})
+		}
+		return len(tb.b) - 1
+	}
 	k := d / tb.width
 	for k >= int64(tb.max) {
 		tb.compact()
@@ -198,16 +216,26 @@ func (tb *TimeBuckets) hist(k int) *hdrhistogram.Histogram {
 	return b.H
 }
 
+// bucketUs is ms in whole microseconds, clamped to 1 µs..1 h (false when
+// clamped). The bounds are tested on the float: converting +Inf or a value
+// beyond int64 to an integer is implementation-defined (MinInt64 on amd64,
+// which was stored as 1 µs).
+func bucketUs(ms float64) (int64, bool) {
+	f := math.Round(ms * 1000)
+	switch {
+	case !(f >= 1): // NaN too
+		return 1, false
+	case f > bucketHighestUs:
+		return bucketHighestUs, false
+	}
+	return int64(f), true
+}
+
 // Record adds one observation that started at t (Unix ns) and lasted ms
 // milliseconds.
 func (tb *TimeBuckets) Record(t int64, ms float64) {
-	us := int64(math.Round(ms * 1000))
-	switch {
-	case us < 1 || math.IsNaN(ms):
-		us = 1
-		tb.outside++
-	case us > bucketHighestUs:
-		us = bucketHighestUs
+	us, ok := bucketUs(ms)
+	if !ok {
 		tb.outside++
 	}
 	k := tb.index(t)
@@ -242,13 +270,8 @@ func (tb *TimeBuckets) RecordN(t int64, ms float64, n int64) {
 	if n <= 0 {
 		return
 	}
-	us := int64(math.Round(ms * 1000))
-	switch {
-	case us < 1 || math.IsNaN(ms):
-		us = 1
-		tb.outside += n
-	case us > bucketHighestUs:
-		us = bucketHighestUs
+	us, ok := bucketUs(ms)
+	if !ok {
 		tb.outside += n
 	}
 	k := tb.index(t)

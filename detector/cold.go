@@ -10,17 +10,18 @@ package detector
 // with single later values, keeps heavy-tailed noise from making a tail.
 func (d *Detector) coldStep(p Point, v float64) {
 	i := p.Index
-	if i < coldBufSize {
+	b := d.cold.first // the buffer's first observation
+	if i-b < coldBufSize {
 		k := int64(d.cfg.ColdConfirm)
-		lo := max(0, i-k+1)
+		lo := max(b, i-k+1)
 		buf := d.cold.med[:0]
 		for j := lo; j <= i; j++ {
-			if d.cold.v[j] > 0 {
-				buf = append(buf, d.cold.v[j])
+			if d.cold.v[j-b] > 0 {
+				buf = append(buf, d.cold.v[j-b])
 			}
 		}
 		lim := d.cfg.ColdFactor * median(buf)
-		for d.cold.cand <= i && (d.cold.v[d.cold.cand] > lim || !(d.cold.v[d.cold.cand] > 0)) {
+		for d.cold.cand <= i && (d.cold.v[d.cold.cand-b] > lim || !(d.cold.v[d.cold.cand-b] > 0)) {
 			d.cold.cand++
 		}
 	}
@@ -35,25 +36,26 @@ func (d *Detector) endCold(at Point) {
 		end = at.Index
 	}
 	t := at.Time
-	if end < coldBufSize {
-		t = d.cold.at[end]
+	b := d.cold.first // the buffer's first observation (end >= b)
+	if end-b < coldBufSize {
+		t = d.cold.at[end-b]
 	}
 	d.cold.end = Point{Index: end, Time: t}
 	d.cold.found = true
 	// The cold observations belong to no window: restart the current window
 	// at cold_end, re-recording the buffered observations since then.
-	if end < coldBufSize && at.Index < coldBufSize && d.win.n > 0 && d.win.first.Index <= end {
+	if end-b < coldBufSize && at.Index-b < coldBufSize && d.win.n > 0 && d.win.first.Index <= end {
 		d.hist.Reset()
 		d.win.sumSq = 0
 		d.win.n = 0
 		d.win.sbN, d.win.subs.n = 0, 0
 		d.scan.blocks, d.scan.fill, d.scan.sumN, d.scan.sumX, d.scan.sumX2 = d.scan.blocks[:0], 0, 0, 0, 0
 		for i := end; i <= at.Index; i++ {
-			if v := d.cold.v[i]; v > 0 {
+			if v := d.cold.v[i-b]; v > 0 {
 				x := v * d.scale
 				d.hist.Record(x)
 				d.win.sumSq += x * x
-				q := Point{Index: i, Time: d.cold.at[i]}
+				q := Point{Index: i, Time: d.cold.at[i-b]}
 				if d.cfg.ShiftZ > 0 {
 					d.blkAdd(q, x)
 				}

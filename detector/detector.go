@@ -92,7 +92,8 @@ type coldTail struct {
 	at    [coldBufSize]int64
 	med   [maxColdConfirm]float64
 	cand  int64 // the candidate end of the cold tail: its first observation that is not cold
-	first int64 // the first valid observation (value > 0 and finite)
+	first int64 // the first valid observation (value > 0 and finite); v and at start there
+	t0    int64 // the time of the first observation, valid or not
 	end   Point
 	found bool
 }
@@ -170,12 +171,16 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	idx := d.n
 	d.n++
 	d.counts[r]++
+	if idx == 0 {
+		d.cold.t0 = t // the prior's clock starts at the first observation
+	}
 	if !(v > 0) || v > math.MaxFloat64 {
 		d.outOfRange++
-		if idx < coldBufSize {
-			// its time, for the cold tail's end and the prior's clock
-			// (its value stays 0: no information)
-			d.cold.at[idx] = t
+		if d.scale != 0 && idx-d.cold.first < coldBufSize {
+			// its time, for the cold tail's end (its value stays 0: no
+			// information); before the first valid observation the
+			// buffer has not started
+			d.cold.at[idx-d.cold.first] = t
 		}
 		return r
 	}
@@ -194,6 +199,9 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 		d.outOfRange++
 	}
 	d.hist.Record(x)
+	// the raw value, not the clamped one the histogram holds: the
+	// benchmark method's burst and dispersion tests were tuned on it (on
+	// the JMH corpus the clamped one cut 0.3 points more forks short)
 	d.win.sumSq += x * x
 	p := Point{Index: idx, Time: t}
 	if !d.cfg.DropTrace {
@@ -208,13 +216,20 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	d.win.last = p
 	d.win.n++
 	d.subAdd(p, v)
-	if idx < coldBufSize {
-		// the first observations are kept for the cold tail and MSER-5
-		d.cold.v[idx] = v
-		d.cold.at[idx] = t
+	if j := idx - d.cold.first; j < coldBufSize {
+		// the first observations from the first valid one are kept for
+		// the cold tail and MSER-5
+		d.cold.v[j] = v
+		d.cold.at[j] = t
 	}
 	if d.regime == Cold {
 		d.coldStep(p, v)
+	}
+	if t < d.win.first.Time {
+		// the clock stepped back (sample times are wall-clock): the
+		// window's duration counts from here, or it would close only once
+		// the clock caught up with its first observation
+		d.win.first.Time = t
 	}
 	if d.win.n >= int64(d.cfg.WindowMin) &&
 		(d.cfg.WindowMinDuration <= 0 || t-d.win.first.Time >= int64(d.cfg.WindowMinDuration)) {

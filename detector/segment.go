@@ -203,9 +203,9 @@ func (d *Detector) truncate(s int, floor Point) Point {
 	if start.Index < floor.Index {
 		start = floor
 	}
-	if d.cfg.MSER5 && start.Index < coldBufSize/2 {
+	if b := d.cold.first; d.cfg.MSER5 && start.Index >= b && start.Index-b < coldBufSize/2 {
 		if i := d.mser5(start.Index, d.ring[last].last.Index+1); i > start.Index {
-			start = Point{Index: i, Time: d.cold.at[i]}
+			start = Point{Index: i, Time: d.cold.at[i-b]}
 		}
 	}
 	return start
@@ -265,7 +265,8 @@ func (d *Detector) refineStart(s int, level, tau float64, slower bool) Point {
 // observations [from, to) kept in the buffer (batch means of 5), restricted
 // to the first half.
 func (d *Detector) mser5(from, to int64) int64 {
-	to = min(to, coldBufSize)
+	base := d.cold.first // the buffer's first observation (from >= base)
+	to = min(to, base+coldBufSize)
 	k := (to - from) / 5
 	if k < 4 {
 		return from
@@ -275,7 +276,7 @@ func (d *Detector) mser5(from, to int64) int64 {
 	for b := k - 1; b >= 0; b-- {
 		var m float64
 		for i := from + 5*b; i < from+5*b+5; i++ {
-			m += d.cold.v[i]
+			m += d.cold.v[i-base]
 		}
 		m /= 5
 		sn++

@@ -289,7 +289,7 @@ func (d *Detector) svcSearchFrom() (int, bool) {
 	}
 	if w := int64(d.cfg.PriorWarmup); w > 0 {
 		// a prior warm-up end: no steady state starts before it
-		end := d.cold.at[0] + w
+		end := d.cold.t0 + w
 		if d.win.last.Time < end {
 			return lo, false
 		}

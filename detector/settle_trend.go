@@ -16,9 +16,9 @@ import (
 // machine's waves), so m is the effective number of blocks of an AR(1)
 // series with the lag-1 autocorrelation ρ of the detrended blocks, m =
 // n(1−ρ)/(1+ρ) (Bayley & Hammersley 1946), and Var S is inflated by n/m
-// (Lettenmaier, Water Resour. Res. 1976). The stretch trends when the whole interval of the change over it
-// (slope × span) lies beyond the tolerance: a change that is both
-// significant and larger than the wander.
+// (Lettenmaier, Water Resour. Res. 1976). The stretch trends when the change's interval excludes no
+// change (significant), its estimate (slope × span) lies beyond the
+// tolerance (larger than the wander) and its blocks are monotone (below).
 
 // A significant change beyond the tolerance is not yet a trend: on 2
 // cores shared by k6 and the service, the level of a settled service
