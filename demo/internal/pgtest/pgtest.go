@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// postgresBinDir finds initdb and pg_ctl: on PATH, else the newest Debian
+// postgresBinDir finds initdb and postgres: on PATH, else the newest Debian
 // /usr/lib/postgresql/*/bin.
 func binDir() string {
 	if p, err := exec.LookPath("initdb"); err == nil {
@@ -48,7 +49,7 @@ func binDir() string {
 func Start(tb testing.TB) string {
 	tb.Helper()
 	if BinDir() == "" {
-		msg := "PostgreSQL server binaries (initdb, pg_ctl) not found on PATH or in /usr/lib/postgresql/*/bin; " +
+		msg := "PostgreSQL server binaries (initdb, postgres) not found on PATH or in /usr/lib/postgresql/*/bin; " +
 			"install them with: apt-get install -y postgresql (make deps does)"
 		if os.Getenv("CI") != "" {
 			tb.Fatal(msg + "; in CI (CI is set) a missing part fails the test")
@@ -61,7 +62,7 @@ func Start(tb testing.TB) string {
 	return url
 }
 
-// BinDir is where initdb and pg_ctl are: on PATH, else the newest Debian
+// BinDir is where initdb and postgres are: on PATH, else the newest Debian
 // /usr/lib/postgresql/*/bin; "" when not installed.
 func BinDir() string { return binDir() }
 
@@ -71,7 +72,7 @@ func BinDir() string { return binDir() }
 func StartCluster() (url string, stop func() error, err error) {
 	bin := binDir()
 	if bin == "" {
-		return "", nil, fmt.Errorf("PostgreSQL server binaries (initdb, pg_ctl) not found on PATH or in " +
+		return "", nil, fmt.Errorf("PostgreSQL server binaries (initdb, postgres) not found on PATH or in " +
 			"/usr/lib/postgresql/*/bin; install them with: apt-get install -y postgresql")
 	}
 	dir, err := os.MkdirTemp("", "xk6-regime-pg-")
@@ -131,15 +132,82 @@ func StartCluster() (url string, stop func() error, err error) {
 		cleanup()
 		return "", nil, err
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off", port, dir)
-	if err := run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "20", "start"); err != nil {
+	// postgres itself, not pg_ctl (which daemonizes it): a child of this
+	// process, killed with it (Pdeathsig) should a test binary die by its
+	// timeout without stopping it
+	logf, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
 		cleanup()
 		return "", nil, err
 	}
-	stop = func() error {
-		err := run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir, //nolint:gosec // the installed server
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "LANG=C")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
 		cleanup()
-		return err
+		return "", nil, fmt.Errorf("postgres: %w", err)
+	}
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); _ = logf.Close(); close(done) }()
+	serverLog := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+		if len(b) > 2000 {
+			b = b[len(b)-2000:]
+		}
+		return string(b)
+	}
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		defer cleanup()
+		select {
+		case <-done:
+			return fmt.Errorf("postgres had exited before it was stopped (%v):\n%s", waitErr, serverLog())
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGQUIT) // immediate shutdown: the cluster is thrown away
+		select {
+		case <-done:
+			return nil
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			return fmt.Errorf("postgres did not stop within 10 s of SIGQUIT; killed")
+		}
+	}
+	// ready when postmaster.pid's status line says so (what pg_ctl -w
+	// reads), bounded by 20 s and by the server's exit
+	deadline := time.Now().Add(20 * time.Second)
+	for !pidFileReady(filepath.Join(data, "postmaster.pid")) {
+		select {
+		case <-done:
+			cleanup()
+			return "", nil, fmt.Errorf("postgres exited before it was ready (%v):\n%s", waitErr, serverLog())
+		case <-time.After(20 * time.Millisecond): // polling an external process's readiness, bounded by deadline
+		}
+		if time.Now().After(deadline) {
+			_ = stop()
+			return "", nil, fmt.Errorf("postgres not ready within 20 s:\n%s", serverLog())
+		}
 	}
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
+}
+
+// pidFileReady reports whether the server's postmaster.pid says it accepts
+// connections: its 8th line is "ready" (PostgreSQL 10 and later).
+func pidFileReady(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	lines := strings.Split(string(b), "\n")
+	return len(lines) >= 8 && strings.TrimSpace(lines[7]) == "ready"
 }
