@@ -18,6 +18,10 @@ command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 # the live harness's JIT services: a JDK (javac, java); make live only
 need_live=()
 command -v javac >/dev/null 2>&1 || need_live+=(default-jdk-headless)
+# the python-pg case's PostgreSQL driver, for Debian's own python3 (a pyenv
+# python3 on PATH does not see it; the harness looks in both)
+{ python3 -c 'import psycopg2' >/dev/null 2>&1 || /usr/bin/python3 -c 'import psycopg2' >/dev/null 2>&1; } ||
+  need_live+=(python3-psycopg2)
 # actionlint runs shellcheck on the workflow's run: steps (the test requires it)
 command -v shellcheck >/dev/null 2>&1 || need_apt+=(shellcheck)
 # the history test's Apache Otava runs in a Python virtual environment

@@ -33,7 +33,9 @@ type Service struct {
 	Kind string
 	// Args are the program's own flags (gosvc -mode ..., jvm --mix ...).
 	Args []string
-	// Postgres starts a throw-away PostgreSQL cluster for the demo service.
+	// Postgres starts a throw-away PostgreSQL cluster for the service: the
+	// demo gets its URL as DATABASE_URL, the Python service as --pg URL
+	// (under the interpreter that has psycopg2).
 	Postgres bool
 	// Workload is the k6 script's WORKLOAD: "get" or "demo".
 	Workload string
@@ -47,6 +49,8 @@ type Env struct {
 	Demo  string
 	Repo  string
 	Build string // built services: gosvc, jvm classes
+	// pgPython is the Python interpreter that imports psycopg2 (Prepare).
+	pgPython string
 	// Logf receives progress lines (nil: silent).
 	Logf func(format string, args ...any)
 }
@@ -99,6 +103,14 @@ func (e *Env) Prepare(ctx context.Context, services []Service) error {
 			errs = append(errs, errors.New("the Python service needs python3 on PATH (Debian: apt-get install -y python3)"))
 		}
 	}
+	for _, s := range services {
+		if s.Kind == "python" && s.Postgres && e.pgPython == "" {
+			if e.pgPython = psycopgPython(ctx); e.pgPython == "" {
+				errs = append(errs, errors.New("service "+s.Name+" needs psycopg2 in python3 on PATH or /usr/bin/python3 "+
+					"(Debian: apt-get install -y python3-psycopg2; make deps)"))
+			}
+		}
+	}
 	if kinds["pypy"] {
 		if _, err := exec.LookPath("pypy3"); err != nil {
 			errs = append(errs, errors.New("the PyPy service needs pypy3 on PATH (Debian: apt-get install -y pypy3; make deps)"))
@@ -115,6 +127,26 @@ func (e *Env) Prepare(ctx context.Context, services []Service) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// psycopgPython is the first of python3 on PATH and Debian's
+// /usr/bin/python3 that imports psycopg2 ("" if neither does): Debian's
+// python3-psycopg2 is installed for its own interpreter, which a pyenv on
+// PATH hides.
+func psycopgPython(ctx context.Context) string {
+	var cands []string
+	if p, err := exec.LookPath("python3"); err == nil {
+		cands = append(cands, p)
+	}
+	cands = append(cands, "/usr/bin/python3")
+	for _, p := range cands {
+		cmd := exec.CommandContext(ctx, p, "-c", "import psycopg2")
+		cmd.Env = baseEnv()
+		if cmd.Run() == nil {
+			return p
+		}
+	}
+	return ""
 }
 
 // running is a started service.
@@ -172,6 +204,17 @@ func (e *Env) start(ctx context.Context, s Service) (*running, error) {
 		name, args = "node", append([]string{filepath.Join(e.Repo, "live/services/node/server.js"), "--port", "0"}, s.Args...)
 	case "python":
 		name, args = "python3", append([]string{filepath.Join(e.Repo, "live/services/python/server.py"), "--port", "0"}, s.Args...)
+		if s.Postgres {
+			if e.pgPython == "" {
+				return nil, fmt.Errorf("service %s: no Python with psycopg2 (Prepare finds it)", s.Name)
+			}
+			url, stop, err := pgtest.StartCluster()
+			if err != nil {
+				return nil, fmt.Errorf("service %s: starting PostgreSQL: %w", s.Name, err)
+			}
+			r.pg = stop
+			name, args = e.pgPython, append(args, "--pg", url)
+		}
 	case "pypy":
 		name, args = "pypy3", append([]string{filepath.Join(e.Repo, "live/services/python/server.py"), "--port", "0"}, s.Args...)
 	case "jvm":

@@ -7,7 +7,14 @@ different noise from Go's, V8's or HotSpot's.
 Each request builds a catalogue of 80 records, sorts it, serialises it to
 JSON and parses it back, and scans the names with a regular expression.
 
-    python3 server.py [--port N]   (127.0.0.1; port 0 picks a free one)
+    python3 server.py [--port N] [--pg URL]   (127.0.0.1; port 0 picks a free one)
+
+With --pg (the python-pg case) each request instead reads a range of 40 rows
+of a 200,000-row table from PostgreSQL through a pool of at most 8
+connections, opened as requests need them (psycopg2, Debian's
+python3-psycopg2): the cold start of a database-backed service, a pool that
+fills under load and new backends whose catalogue and plan caches are empty,
+under the interpreter's own noise.
 
 Prints "listening on 127.0.0.1:PORT" once it accepts connections.
 GET /health answers without work.
@@ -51,6 +58,60 @@ def handle(seed):
     return {"n": len(back), "matched": matched, "sum": total, "top": back[0]["name"]}
 
 
+PG_ROWS = 200000
+PG_SPAN = 40
+PG_POOL = 8
+
+
+class PGStore:
+    """The python-pg store: a table loaded at start, read through a pool
+    that opens its connections as requests need them and keeps them (a
+    semaphore makes a request wait for a free connection; psycopg2's own
+    pools either open every connection up front or, with no minimum, close
+    each one when it is put back)."""
+
+    def __init__(self, url):
+        import psycopg2
+        self.psycopg2 = psycopg2
+        conn = psycopg2.connect(url)
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute("DROP TABLE IF EXISTS items")
+            cur.execute("CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL, "
+                        "score float8 NOT NULL, grp int NOT NULL, pad text NOT NULL)")
+            cur.execute("INSERT INTO items SELECT i, 'item-' || i, (i * 7919 %% 10007) / 97.0, i %% 13, "
+                        "repeat(md5(i::text), 4) FROM generate_series(1, %s) AS i", (PG_ROWS,))
+            cur.execute("ANALYZE items")
+        conn.close()
+        self.url = url
+        self.idle = []  # open connections not in use
+        self.lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(PG_POOL)
+
+    def handle(self, n):
+        lo = (n * 2654435761) % (PG_ROWS - PG_SPAN) + 1
+        with self.slots:  # at most PG_POOL connections, opened when none is idle
+            with self.lock:
+                conn = self.idle.pop() if self.idle else None
+            if conn is None:
+                conn = self.psycopg2.connect(self.url)
+                conn.autocommit = True  # one round trip a query
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT grp, count(*), avg(score), max(name) FROM items "
+                                "WHERE id BETWEEN %s AND %s GROUP BY grp ORDER BY grp", (lo, lo + PG_SPAN - 1))
+                    rows = cur.fetchall()
+            except Exception:
+                conn.close()
+                raise
+            with self.lock:
+                self.idle.append(conn)
+        return {"from": lo, "groups": [[g, c, round(a, 3), m] for g, c, a, m in rows]}
+
+
+STORE = None
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -73,14 +134,24 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             COUNT += 1
             n = COUNT
-        self.answer(200, json.dumps(handle(n)), "application/json")
+        if STORE is None:
+            self.answer(200, json.dumps(handle(n)), "application/json")
+            return
+        try:
+            body = STORE.handle(n)
+        except Exception as e:  # a failed query is a 500, counted by k6
+            self.answer(500, "query failed: %s" % e, "text/plain")
+            return
+        self.answer(200, json.dumps(body), "application/json")
 
     def do_POST(self):
         self.answer(405, "GET only", "text/plain")
 
 
 def main():
+    global STORE
     port = 0
+    pg = None
     args = sys.argv[1:]
     i = 0
     while i < len(args):
@@ -93,9 +164,21 @@ def main():
                 sys.stderr.write("server.py: --port must be 0..65535, got %s\n" % args[i + 1])
                 sys.exit(2)
             i += 2
+        elif args[i] == "--pg" and i + 1 < len(args):
+            pg = args[i + 1]
+            i += 2
         else:
-            sys.stderr.write("server.py: unknown argument %s (valid: --port N)\n" % args[i])
+            sys.stderr.write("server.py: unknown argument %s (valid: --port N, --pg URL)\n" % args[i])
             sys.exit(2)
+    if pg is not None:
+        try:
+            STORE = PGStore(pg)
+        except ImportError:
+            sys.stderr.write("server.py: --pg needs psycopg2 (Debian: apt-get install -y python3-psycopg2)\n")
+            sys.exit(2)
+        except Exception as e:
+            sys.stderr.write("server.py: --pg: loading the table: %s\n" % e)
+            sys.exit(1)
     try:
         srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     except OSError as e:
