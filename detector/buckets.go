@@ -35,6 +35,8 @@ type TimeBuckets struct {
 	n       int64
 	early   int64
 	late    int64
+	last    int64 // the latest time seen within reach (ns)
+	seen    bool  // last is set (the first time sets it)
 	outside int64
 	merges  int
 }
@@ -119,12 +121,15 @@ func (tb *TimeBuckets) N() int64 { return tb.n }
 // Early counts values that started before the origin (kept in the first bucket).
 func (tb *TimeBuckets) Early() int64 { return tb.early }
 
-// Late counts observations timed more than maxBucketSpan (30 days) after
-// the origin, counted in the last bucket.
+// Late counts observations timed further ahead of the latest time seen
+// than the run so far and lateGap: counted in the last bucket.
 func (tb *TimeBuckets) Late() int64 { return tb.late }
 
-// maxBucketSpan is how far after the origin a timestamp may lie (ns).
-const maxBucketSpan = int64(30 * 24 * time.Hour)
+// lateGap is the least jump ahead that Late counts (ns): a day, or the
+// run so far if longer; a run's timestamps advance with the run. The
+// first time is never late (a scenario's endpoint may first be called
+// long after the buckets' origin).
+const lateGap = int64(24 * time.Hour)
 
 // OutOfRange counts values outside 1 µs..1 h (clamped).
 func (tb *TimeBuckets) OutOfRange() int64 { return tb.outside }
@@ -145,16 +150,22 @@ func (tb *TimeBuckets) index(t int64) int {
 		tb.early++
 		t = tb.origin
 	}
-	d := t - tb.origin
-	if d > maxBucketSpan {
-		// a bogus timestamp (a clock stepped forward by months) would
-		// merge the whole run into one bucket: kept in the last one
+	if !tb.seen {
+		tb.seen, tb.last = true, t
+	}
+	if t-tb.last > max(lateGap, tb.last-tb.origin) {
+		// a jump ahead of everything seen by more than the run so far
+		// (and a day): a bogus timestamp, or a wall clock stepped
+		// forward, would merge the whole run into one bucket; kept in
+		// the last one, and counted
 		tb.late++
 		if len(tb.b) == 0 {
 			tb.b = append(tb.b, Bucket{})
 		}
 		return len(tb.b) - 1
 	}
+	tb.last = max(tb.last, t)
+	d := t - tb.origin
 	k := d / tb.width
 	for k >= int64(tb.max) {
 		tb.compact()

@@ -60,7 +60,7 @@ func (d *Detector) endCold(at Point) {
 					d.blkAdd(q, x)
 				}
 				if d.win.n == 0 {
-					d.win.first = q
+					d.win.first, d.win.clock = q, q.Time
 				}
 				d.win.n++
 				d.subAdd(q, v)

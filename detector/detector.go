@@ -63,12 +63,15 @@ type Detector struct {
 // observations (refineStart reads the window's sub-block medians).
 type window struct {
 	first, last Point
-	n           int64
-	sumSq       float64
-	sb          [subBlock]float64
-	sbN         int
-	sbAt        Point
-	subs        subBlocks
+	// clock is the time the window's duration counts from: its first
+	// observation's, or a later one's after the clock stepped back
+	clock int64
+	n     int64
+	sumSq float64
+	sb    [subBlock]float64
+	sbN   int
+	sbAt  Point
+	subs  subBlocks
 }
 
 // shiftScan is the state of the shift scan (blocks.go): block boundaries
@@ -211,7 +214,7 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 		d.blkAdd(p, x) // the running sums serve only the shift test
 	}
 	if d.win.n == 0 {
-		d.win.first = p
+		d.win.first, d.win.clock = p, t
 	}
 	d.win.last = p
 	d.win.n++
@@ -225,14 +228,15 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	if d.regime == Cold {
 		d.coldStep(p, v)
 	}
-	if t < d.win.first.Time {
-		// the clock stepped back (sample times are wall-clock): the
-		// window's duration counts from here, or it would close only once
-		// the clock caught up with its first observation
-		d.win.first.Time = t
+	if dur := int64(d.cfg.WindowMinDuration); dur > 0 && t < d.win.clock-dur {
+		// the clock stepped back by more than a window (sample times are
+		// wall-clock; VUs' samples arrive a little out of order, which
+		// this leaves alone): the window's duration counts from here, or
+		// it would close only once the clock caught up
+		d.win.clock = t
 	}
 	if d.win.n >= int64(d.cfg.WindowMin) &&
-		(d.cfg.WindowMinDuration <= 0 || t-d.win.first.Time >= int64(d.cfg.WindowMinDuration)) {
+		(d.cfg.WindowMinDuration <= 0 || t-d.win.clock >= int64(d.cfg.WindowMinDuration)) {
 		d.closeWindow()
 	}
 	return r

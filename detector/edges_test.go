@@ -114,11 +114,28 @@ func TestTimeBucketsFarFuture(t *testing.T) {
 	tb.Count(1<<62, false)
 	tb.Mark(1 << 62)
 	tb.Record(1<<62, 10)
+	tb.Record(120e9+2*24*3600e9, 10) // a wall clock stepped two days ahead
 	after := Settle(tb, DefaultSettleConfig())
-	if tb.Width() != width || tb.Late() != 3 {
-		t.Errorf("after far-future timestamps: width %d (was %d), late %d (want 3)", tb.Width(), width, tb.Late())
+	if tb.Width() != width || tb.Late() != 4 {
+		t.Errorf("after far-future timestamps: width %d (was %d), late %d (want 4)", tb.Width(), width, tb.Late())
 	}
 	if !after.Steady || after.Class != before.Class || after.Boundary != before.Boundary {
 		t.Errorf("settled view changed by three far-future timestamps: %+v, was %+v", after, before)
+	}
+}
+
+// What counts as late is relative to the run: a first observation long
+// after the origin (an endpoint first called two hours into its scenario)
+// and a run of three days are not late.
+func TestTimeBucketsLateIsRelative(t *testing.T) {
+	tb, err := NewTimeBuckets(0, 250e6, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ts := int64(2 * 3600e9); ts < 3*24*3600e9; ts += 600e9 {
+		tb.Record(ts, 10)
+	}
+	if tb.Late() != 0 || tb.N() != 420 {
+		t.Errorf("three days of records every 10 minutes from 2 h: %d late of %d", tb.Late(), tb.N())
 	}
 }

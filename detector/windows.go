@@ -40,7 +40,7 @@ func (d *Detector) closeWindow() {
 		// the window restarted at the cold end: it closes only if what is
 		// left still makes a window (window_min, and window_min_duration)
 		if d.win.n < int64(d.cfg.WindowMin) ||
-			(d.cfg.WindowMinDuration > 0 && d.win.last.Time-d.win.first.Time < int64(d.cfg.WindowMinDuration)) {
+			(d.cfg.WindowMinDuration > 0 && d.win.last.Time-d.win.clock < int64(d.cfg.WindowMinDuration)) {
 			return
 		}
 	}

@@ -136,8 +136,10 @@ func AllCases() []Case {
 // services whose tails jump by chance or by pauses, which a detector must
 // not take for a warm-up: a stop-the-world pause of 20 ms every 2 s on average, and a
 // slow path (20 ms instead of 2) taken by 1% of the requests. The last, on
-// 2026-11-27, long after the detector's last change: CPython reading
-// PostgreSQL through a pool that opens its connections under load.
+// 2026-11-27, after every rule of the service method had been chosen (that
+// day's detector change, for edge inputs, tags every recorded run as
+// before): CPython reading PostgreSQL through a pool that opens its
+// connections under load.
 func HeldOutCases() []Case {
 	open := Open(OpenDuration)
 	slow := Load{Model: "open", Rate: 200, Duration: OpenDuration}

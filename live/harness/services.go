@@ -76,7 +76,7 @@ func (e *Env) Prepare(ctx context.Context, services []Service) error {
 	for _, s := range services {
 		kinds[s.Kind] = true
 		if s.Postgres && pgtest.BinDir() == "" {
-			errs = append(errs, errors.New("service "+s.Name+" needs PostgreSQL server binaries (initdb, pg_ctl): "+
+			errs = append(errs, errors.New("service "+s.Name+" needs PostgreSQL server binaries (initdb, postgres): "+
 				"apt-get install -y postgresql (make deps)"))
 		}
 	}

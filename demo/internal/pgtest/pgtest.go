@@ -5,6 +5,7 @@ package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -75,7 +77,8 @@ func StartCluster() (url string, stop func() error, err error) {
 		return "", nil, fmt.Errorf("PostgreSQL server binaries (initdb, postgres) not found on PATH or in " +
 			"/usr/lib/postgresql/*/bin; install them with: apt-get install -y postgresql")
 	}
-	dir, err := os.MkdirTemp("", "xk6-regime-pg-")
+	removeStale()
+	dir, err := os.MkdirTemp("", dirPattern)
 	if err != nil {
 		return "", nil, err
 	}
@@ -145,7 +148,9 @@ func StartCluster() (url string, stop func() error, err error) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "LANG=C")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	// a process group of its own: a terminal's Ctrl+C goes to the test or
+	// the harness, which stop it in turn
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		cleanup()
@@ -161,27 +166,40 @@ func StartCluster() (url string, stop func() error, err error) {
 		}
 		return string(b)
 	}
-	stopped := false
+	var once sync.Once
+	var stopErr error
 	stop = func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		defer cleanup()
-		select {
-		case <-done:
-			return fmt.Errorf("postgres had exited before it was stopped (%v):\n%s", waitErr, serverLog())
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGQUIT) // immediate shutdown: the cluster is thrown away
-		select {
-		case <-done:
-			return nil
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			return fmt.Errorf("postgres did not stop within 10 s of SIGQUIT; killed")
-		}
+		once.Do(func() {
+			defer cleanup()
+			crashed := func() error {
+				return fmt.Errorf("postgres had exited before it was stopped (%v):\n%s", waitErr, serverLog())
+			}
+			select {
+			case <-done:
+				stopErr = crashed()
+				return
+			default:
+			}
+			// immediate shutdown: the cluster is thrown away
+			if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+				<-done // it exited meanwhile
+				stopErr = crashed()
+				return
+			}
+			select {
+			case <-done:
+				// an immediate shutdown exits 0; a server that died just
+				// before (a zombie takes the signal) exited otherwise
+				if waitErr != nil {
+					stopErr = crashed()
+				}
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+				stopErr = errors.New("postgres did not stop within 10 s of SIGQUIT; killed")
+			}
+		})
+		return stopErr
 	}
 	// ready when postmaster.pid's status line says so (what pg_ctl -w
 	// reads), bounded by 20 s and by the server's exit
@@ -210,4 +228,32 @@ func pidFileReady(path string) bool {
 	}
 	lines := strings.Split(string(b), "\n")
 	return len(lines) >= 8 && strings.TrimSpace(lines[7]) == "ready"
+}
+
+// dirPattern names a cluster's temporary folder.
+const dirPattern = "xk6-regime-pg-"
+
+// removeStale deletes the folders of clusters whose server is gone: a test
+// binary killed by its timeout runs no cleanup (its server dies with it,
+// Pdeathsig), and leaves a whole cluster behind. A folder whose server
+// still runs, or that is younger than an hour and has no postmaster.pid
+// (initdb at work), is left alone.
+func removeStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPattern+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "data", "postmaster.pid"))
+		if err != nil {
+			if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				_ = os.RemoveAll(d)
+			}
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
