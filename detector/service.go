@@ -219,6 +219,14 @@ func (d *Detector) svcWarmup() bool {
 	if afterTransient {
 		need = d.cfg.SettleWindows
 	}
+	if !afterTransient && g.lo == 0 && g.from == 0 && g.s == 1 &&
+		math.Abs(math.Log(d.ring[0].med)-g.level) <= g.band {
+		// the run's first window (its first connections) left the first
+		// level on its tail alone: it is no part of the level, but its
+		// second counts toward the wait, as when its tail stays within
+		// the band
+		need--
+	}
 	prior := d.atPriorLevel(g.level)
 	if prior {
 		// earlier runs settled at this level, after the prior warm-up

@@ -139,7 +139,7 @@ func AllCases() []Case {
 // 2026-11-27, after every rule of the service method had been chosen (that
 // day's detector change, for edge inputs, tags every recorded run as
 // before): CPython reading PostgreSQL through a pool that opens its
-// connections under load.
+// connections under load, open and closed (4 VUs).
 func HeldOutCases() []Case {
 	open := Open(OpenDuration)
 	slow := Load{Model: "open", Rate: 200, Duration: OpenDuration}
@@ -157,6 +157,7 @@ func HeldOutCases() []Case {
 		{Name: "go-stall/open", Service: GoStall, Load: open, Kind: KindFlat},
 		{Name: "go-slowpath/open", Service: GoSlow, Load: open, Kind: KindFlat},
 		{Name: "python-pg/open", Service: PythonPG, Load: open, Kind: KindWarmup},
+		{Name: "python-pg/closed-4", Service: PythonPG, Load: Closed(4, 900_000, ClosedDuration), Kind: KindWarmup},
 	}
 }
 
