@@ -195,6 +195,7 @@ func (d *Detector) walkBack(y []float64, band float64) (start int, level float64
 // windows from+s to the newest (n of them from from), on a log scale.
 type svcSegment struct {
 	lo, from, s, n int
+	ms             int     // where the medians' walk-back alone started it (s is the later of it and the tails')
 	level          float64 // log median of its windows' medians
 	band           float64 // the level band, widened by the noise
 	sig, tsig      float64 // the window-to-window noise of the medians, of the tails
@@ -219,7 +220,7 @@ func (d *Detector) svcWarmup() bool {
 	if afterTransient {
 		need = d.cfg.SettleWindows
 	}
-	if !afterTransient && g.lo == 0 && g.from == 0 && g.s == 1 &&
+	if !afterTransient && g.lo == 0 && g.from == 0 && g.s == 1 && g.ms == 0 &&
 		math.Abs(math.Log(d.ring[0].med)-g.level) <= g.band {
 		// the run's first window (its first connections) left the first
 		// level on its tail alone: it is no part of the level, but its
@@ -324,6 +325,7 @@ func (d *Detector) svcFind(lo int) svcSegment {
 	g.sig = d.diffNoise(y[recent:])
 	g.band = max(math.Log1p(d.cfg.MedianTolerance), d.cfg.NoiseZ*g.sig)
 	g.s, g.level = d.walkBack(y, g.band)
+	g.ms = g.s
 	if d.cfg.TailTolerance > 0 {
 		// the dual gate: the tail must have settled too
 		g.tsig = d.diffNoise(u[recent:])

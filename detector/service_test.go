@@ -429,6 +429,25 @@ func TestServiceFirstWindowTailCountsTowardTheWait(t *testing.T) {
 		require.NotNil(t, res.snap.SteadyStart, name)
 		require.GreaterOrEqual(t, res.snap.SteadyStart.Time, int64(1e9), "%s: the first window is left out", name)
 		require.InDelta(t, 9.0, res.declared(), 0.15, "%s: declared after 9 windows, the first among them", name)
+		require.Equal(t, Flat, res.snap.Class, name)
+	}
+	// not when the first window's median is out of the band too (a first
+	// second 1.4 times slower: beyond the band's 1.25, within the 1.56 of a
+	// visible transient): the level's 9 windows count after it
+	for seed := uint64(1); seed <= 3; seed++ {
+		r := rand.New(rand.NewPCG(seed, 12))
+		res := stream{rate: 500, secs: 40, sigma: 0.1, level: func(t float64) float64 {
+			switch {
+			case t < 1 && r.IntN(25) == 0:
+				return 6
+			case t < 1:
+				return 1.4
+			}
+			return 1
+		}}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("median out, seed %d", seed)
+		require.Equal(t, Steady, res.snap.Regime, name)
+		require.GreaterOrEqual(t, res.declared(), 9.9, "%s: 9 windows after the first", name)
 	}
 }
 
