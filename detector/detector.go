@@ -228,7 +228,7 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 	if d.regime == Cold {
 		d.coldStep(p, v)
 	}
-	if dur := int64(d.cfg.WindowMinDuration); dur > 0 && t < d.win.clock-dur {
+	if dur := int64(d.cfg.WindowMinDuration); dur > 0 && d.win.clock-t > dur {
 		// the clock stepped back by more than a window (sample times are
 		// wall-clock; VUs' samples arrive a little out of order, which
 		// this leaves alone): the window's duration counts from here, or
