@@ -207,13 +207,15 @@ func StartCluster() (url string, stop func() error, err error) {
 	for !pidFileReady(filepath.Join(data, "postmaster.pid")) {
 		select {
 		case <-done:
+			out := serverLog() // before its folder goes
 			cleanup()
-			return "", nil, fmt.Errorf("postgres exited before it was ready (%v):\n%s", waitErr, serverLog())
+			return "", nil, fmt.Errorf("postgres exited before it was ready (%v):\n%s", waitErr, out)
 		case <-time.After(20 * time.Millisecond): // polling an external process's readiness, bounded by deadline
 		}
 		if time.Now().After(deadline) {
+			out := serverLog() // before its folder goes
 			_ = stop()
-			return "", nil, fmt.Errorf("postgres not ready within 20 s:\n%s", serverLog())
+			return "", nil, fmt.Errorf("postgres not ready within 20 s:\n%s", out)
 		}
 	}
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
