@@ -171,10 +171,22 @@ func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 	}
 	require.Equal(t, mTotal, reqCount, "one request per iteration")
 
-	// compare: itself passes; a seeded p95 regression fails; bad budgets are named
+	// compare: itself passes when its steady state held to the end; when it
+	// did not (on 2 shared cores a 14-s run's level can drift: a CI run of
+	// 2026-11-27), the online budgets fail and say why; a seeded p95
+	// regression fails; bad budgets are named
 	code, out = regimeCmd(t, "compare", whole, whole, "--fail-on", "p95=+10%,errors=+0.01,ttss=+20%")
-	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "no budget exceeded")
+	if w.Scenarios["load"].Steady {
+		require.Equal(t, 0, code, out)
+		require.Contains(t, out, "no budget exceeded")
+	} else {
+		t.Logf("the whole run's steady state did not hold (%s): compare fails it against itself", w.Scenarios["load"].GateVerdict())
+		require.Equal(t, 1, code, out)
+		require.Contains(t, out, "FAIL")
+		if w.Scenarios["load"].GateVerdict() == "not-held" {
+			require.Contains(t, out, "the candidate's steady state was reached but not held")
+		}
+	}
 	slow := t.TempDir()
 	b, err := os.ReadFile(filepath.Join(whole, results.SummaryFile))
 	require.NoError(t, err)
