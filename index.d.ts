@@ -123,6 +123,9 @@ export interface Settled {
   } | null;
   /** The online tags against the settled view (scenario level). */
   online?: { steady_tagged: number; contamination: number; coverage: number; start_diff_ms: number | null };
+  /** Observations kept in the first or last time bucket: started before the scenario, or implausibly far
+   * ahead of the run (a clock that stepped); and durations outside 1 µs..1 h, clamped. Absent when none. */
+  early?: number; late?: number; clamped?: number;
   endpoints?: Record<string, Settled>;
 }
 /** One cell of the request breakdown; the percentiles (ms) are absent and error_rate null without requests. */

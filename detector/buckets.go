@@ -118,11 +118,14 @@ func (tb *TimeBuckets) MaxBuckets() int { return tb.max }
 // N is the number of values recorded.
 func (tb *TimeBuckets) N() int64 { return tb.n }
 
-// Early counts values that started before the origin (kept in the first bucket).
+// Early counts the observations (Record, RecordN, Add) that started before
+// the origin: kept in the first bucket.
 func (tb *TimeBuckets) Early() int64 { return tb.early }
 
-// Late counts observations timed further ahead of the latest time seen
-// than the run so far and lateGap: counted in the last bucket.
+// Late counts the observations (Record, RecordN, Add) timed further ahead
+// of the latest time seen than the run so far and lateGap: kept in the last
+// bucket. Counts and marks (Count, Mark, MarkN) are placed alike but not
+// counted here: they belong to observations already counted.
 func (tb *TimeBuckets) Late() int64 { return tb.late }
 
 // lateGap is the least jump ahead that Late counts (ns): a day, or the
@@ -144,10 +147,38 @@ func (tb *TimeBuckets) Bucket(k int) *Bucket { return &tb.b[k] }
 // Start is the start time of bucket k (Unix ns).
 func (tb *TimeBuckets) Start(k int) int64 { return tb.origin + int64(k)*tb.width }
 
+// Where an index placed a time that did not fit: before the origin, or
+// implausibly far ahead.
+const (
+	placed = iota
+	placedEarly
+	placedLate
+)
+
 // index returns the bucket of time t, merging buckets until it fits.
 func (tb *TimeBuckets) index(t int64) int {
+	k, _ := tb.place(t)
+	return k
+}
+
+// indexObs is index for n observations: those misplaced are counted.
+func (tb *TimeBuckets) indexObs(t, n int64) int {
+	k, where := tb.place(t)
+	switch where {
+	case placedEarly:
+		tb.early += n
+	case placedLate:
+		tb.late += n
+	}
+	return k
+}
+
+// place returns the bucket of time t, merging buckets until it fits, and
+// whether t was placed early (before the origin) or late.
+func (tb *TimeBuckets) place(t int64) (int, int) {
+	where := placed
 	if t < tb.origin {
-		tb.early++
+		where = placedEarly
 		t = tb.origin
 	}
 	if !tb.seen {
@@ -157,12 +188,11 @@ func (tb *TimeBuckets) index(t int64) int {
 		// a jump ahead of everything seen by more than the run so far
 		// (and a day): a bogus timestamp, or a wall clock stepped
 		// forward, would merge the whole run into one bucket; kept in
-		// the last one, and counted
-		tb.late++
+		// the last one
 		if len(tb.b) == 0 {
 			tb.b = append(tb.b, Bucket{})
 		}
-		return len(tb.b) - 1
+		return len(tb.b) - 1, placedLate
 	}
 	tb.last = max(tb.last, t)
 	d := t - tb.origin
@@ -174,7 +204,7 @@ func (tb *TimeBuckets) index(t int64) int {
 	for int(k) >= len(tb.b) {
 		tb.b = append(tb.b, Bucket{})
 	}
-	return int(k)
+	return int(k), where
 }
 
 // compact merges neighbouring buckets pairwise and doubles the width.
@@ -249,7 +279,7 @@ func (tb *TimeBuckets) Record(t int64, ms float64) {
 	if !ok {
 		tb.outside++
 	}
-	k := tb.index(t)
+	k := tb.indexObs(t, 1)
 	tb.b[k].note(us, us)
 	tb.b[k].sumUs += float64(us)
 	_ = tb.hist(k).RecordValue(us) // within range: cannot fail
@@ -285,7 +315,7 @@ func (tb *TimeBuckets) RecordN(t int64, ms float64, n int64) {
 	if !ok {
 		tb.outside += n
 	}
-	k := tb.index(t)
+	k := tb.indexObs(t, n)
 	tb.b[k].note(us, us)
 	tb.b[k].sumUs += float64(us) * float64(n)
 	_ = tb.hist(k).RecordValues(us, n) // within range: cannot fail
@@ -350,7 +380,11 @@ func (tb *TimeBuckets) From(t int64) Span {
 // Add merges a histogram (values in µs, any HDR geometry) and request counts
 // into the bucket of time t: loading saved buckets, merging instances.
 func (tb *TimeBuckets) Add(t int64, h *hdrhistogram.Histogram, requests, failed int64) {
-	k := tb.index(t)
+	var n int64
+	if h != nil {
+		n = h.TotalCount()
+	}
+	k := tb.indexObs(t, n)
 	b := &tb.b[k]
 	b.Requests += requests
 	b.Failed += failed

@@ -116,8 +116,12 @@ func TestTimeBucketsFarFuture(t *testing.T) {
 	tb.Record(1<<62, 10)
 	tb.Record(120e9+2*24*3600e9, 10) // a wall clock stepped two days ahead
 	after := Settle(tb, DefaultSettleConfig())
-	if tb.Width() != width || tb.Late() != 4 {
-		t.Errorf("after far-future timestamps: width %d (was %d), late %d (want 4)", tb.Width(), width, tb.Late())
+	if tb.Width() != width || tb.Late() != 2 {
+		t.Errorf("after far-future timestamps: width %d (was %d), late %d (want 2 observations)", tb.Width(), width, tb.Late())
+	}
+	if before.Late != 0 || after.Late != 2 || after.Early != 0 || after.OutOfRange != 0 {
+		t.Errorf("the settled view reports late %d -> %d (want 0 -> 2), early %d, out of range %d",
+			before.Late, after.Late, after.Early, after.OutOfRange)
 	}
 	if !after.Steady || after.Class != before.Class || after.Boundary != before.Boundary {
 		t.Errorf("settled view changed by three far-future timestamps: %+v, was %+v", after, before)

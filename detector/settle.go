@@ -155,6 +155,11 @@ type Settled struct {
 	BucketWidth          int64
 	// Stats are the steady buckets' figures (empty when not steady).
 	Stats SettledStats
+	// Early, Late and OutOfRange are the buckets' counts of misplaced
+	// observations (TimeBuckets' Early, Late and OutOfRange): started
+	// before the origin or implausibly far ahead of the run (kept in the
+	// first or last bucket), or outside 1 µs..1 h (clamped).
+	Early, Late, OutOfRange int64
 	// Hist holds the steady buckets' durations (µs); nil when not steady.
 	Hist *hdrhistogram.Histogram `json:"-"`
 }
@@ -177,7 +182,8 @@ func (s SettledStats) ErrorRate() float64 {
 
 // Settle computes the settled view of tb.
 func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
-	out := Settled{Class: NoSteadyState, Origin: tb.Origin(), End: tb.Start(tb.Len()), BucketWidth: tb.Width()}
+	out := Settled{Class: NoSteadyState, Origin: tb.Origin(), End: tb.Start(tb.Len()), BucketWidth: tb.Width(),
+		Early: tb.Early(), Late: tb.Late(), OutOfRange: tb.OutOfRange()}
 	if tb.N() == 0 {
 		out.Reason = "no observations"
 		return out

@@ -237,6 +237,7 @@ func (r *recorder) buildRun(rs *RunState, testID string, now time.Time) (*result
 	if d := rs.dropped.Load(); d > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d regime samples produced after the test ended were dropped", d))
 	}
+	s.Warnings = append(s.Warnings, misplacedWarnings(s)...)
 	if n := rep.IterationsWithoutScenario; n > 0 {
 		s.IterationsWithoutScenario = n
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d iterations had no 'scenario' tag and are in no scenario's regimes "+
@@ -409,4 +410,23 @@ func (rs *RunState) TextSummary() (string, error) {
 		s.Aborted = s.End.Status != results.EndCompleted
 	}
 	return results.TextTable(s), nil
+}
+
+// misplacedWarnings names the scenarios whose settled view kept
+// observations where their start times did not belong (before the
+// scenario's start, or implausibly far ahead of the run: a clock that
+// stepped) or clamped durations outside 1 µs..1 h.
+func misplacedWarnings(s *results.Summary) []string {
+	var out []string
+	for _, name := range s.SortedScenarios() {
+		sc := s.Scenarios[name]
+		if sc == nil || sc.Settled == nil || sc.Settled.Early+sc.Settled.Late+sc.Settled.Clamped == 0 {
+			continue
+		}
+		v := sc.Settled
+		out = append(out, fmt.Sprintf("scenario %s: the settled view kept %d observations that started before the scenario "+
+			"in its first time bucket and %d timed implausibly far ahead of the run in its last (a clock that stepped?), "+
+			"and clamped %d durations outside 1 µs..1 h", name, v.Early, v.Late, v.Clamped))
+	}
+	return out
 }

@@ -166,3 +166,32 @@ func TestIterationsWithoutScenarioInSummary(t *testing.T) {
 	require.Equal(t, int64(3), run.Summary.IterationsWithoutScenario)
 	require.Contains(t, strings.Join(run.Summary.Warnings, "\n"), "3 iterations had no 'scenario' tag")
 }
+
+// TestMisplacedObservationsWarn: an iteration that started before its
+// scenario (its duration reaches back past the scenario's start) and one
+// longer than the buckets' 1 h are counted in the settled view
+// (summary.json's settled.early and settled.clamped) and named in a
+// warning, never silently folded into the first bucket.
+func TestMisplacedObservationsWarn(t *testing.T) {
+	rs, reg := newTestRunState(t)
+	st := rs.Scenario("load")
+	st.mu.Lock()
+	st.start = time.Date(2026, 3, 1, 11, 59, 59, 0, time.UTC) // a second before feedColdSteady's first iteration
+	st.mu.Unlock()
+	feedColdSteady(rs, reg, 3000)
+	m := reg.Get(iterationDurationMetric)
+	tags := reg.RootTagSet().With("scenario", "load").With("regime", "steady")
+	rs.ingest(sinkIteration, metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: m, Tags: tags},
+		Time: st.start.Add(10 * time.Second), Value: float64((2 * time.Hour).Milliseconds())})
+	ch := make(chan metrics.SampleContainer, 1<<16)
+	var out chan<- metrics.SampleContainer = ch
+	rs.samples.Store(&out)
+	rs.testEnd()
+	run, err := BuildRun(rs, "misplaced", time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC))
+	require.NoError(t, err)
+	v := run.Summary.Scenarios["load"].Settled
+	require.NotNil(t, v)
+	require.Equal(t, [3]int64{1, 0, 1}, [3]int64{v.Early, v.Late, v.Clamped}, "early, late, clamped")
+	require.Contains(t, strings.Join(run.Summary.Warnings, "\n"),
+		"scenario load: the settled view kept 1 observations that started before the scenario in its first time bucket and 0")
+}

@@ -173,6 +173,14 @@ type Settled struct {
 	BucketMs     float64 `json:"bucket_ms"`
 	// Stats are the figures of the steady observations (nil when not steady).
 	Stats *SettledStats `json:"stats"`
+	// Early and Late count the observations the view kept in its first or
+	// last time bucket because they started before the scenario's start or
+	// implausibly far ahead of the run (a clock that stepped), Clamped those
+	// outside 1 µs..1 h (recorded at the bound); absent when none. The
+	// scenario's view counts those of the series its boundary comes from.
+	Early   int64 `json:"early,omitempty"`
+	Late    int64 `json:"late,omitempty"`
+	Clamped int64 `json:"clamped,omitempty"`
 	// Online compares the online tags with the settled view (scenario
 	// level only; nil without steady state or steady-tagged iterations).
 	Online *OnlineVsSettled `json:"online,omitempty"`

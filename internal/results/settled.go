@@ -28,6 +28,7 @@ func FromSettled(v *detector.Settled, cfg detector.SettleConfig, startNs int64, 
 func (out *Settled) Fill(v *detector.Settled) {
 	out.LevelMs, out.Trend, out.TrendLow, out.TrendHigh = v.Level, v.Trend, v.TrendLow, v.TrendHigh
 	out.Blocks, out.SteadyBlocks, out.BucketMs = v.Blocks, v.SteadyBlocks, float64(v.BucketWidth)/1e6
+	out.Early, out.Late, out.Clamped = v.Early, v.Late, v.OutOfRange
 	if v.Envelope != [2]float64{} {
 		e, t := v.Envelope, v.TailEnvelope
 		out.Envelope, out.TailEnvelope = &e, &t
