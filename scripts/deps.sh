@@ -3,6 +3,10 @@
 # root for apt-get (CI runs as root). Prints what it does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the steps that do work say how long the set-up has taken so far (CI's
+# time budget is mostly this script on a fresh machine)
+t0=$SECONDS
+took() { echo "deps: $1 done after $((SECONDS - t0)) s"; }
 
 need_apt=()
 # PostgreSQL's server binaries, where test/pgtest looks for them (any
@@ -49,6 +53,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  took "apt-get"
 fi
 # PyPy, for make live's pypy/open case only (no test needs it): installed on
 # its own, so that a mirror without it cannot fail the tests' set-up
@@ -58,6 +63,7 @@ if ! command -v pypy3 >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   { [ ${#need_apt[@]} -gt 0 ] || apt-get update -qq; } &&
     apt-get install -y -qq --no-install-recommends pypy3 >/dev/null ||
     echo "deps: warning: pypy3 not installed; make live's pypy/open case will say so" >&2
+  took "pypy3"
 fi
 # the docker CLI's compose plugin, for `docker compose config` of docker-compose.yml
 # (this machine has the docker client without it, and no engine); built from
@@ -69,6 +75,7 @@ if command -v docker >/dev/null 2>&1 && ! docker compose version >/dev/null 2>&1
     mkdir -p "$bin"
     # outside the repository, so that its go.mod is not involved
     (cd /tmp && GOBIN="$bin" GOFLAGS=-mod=mod go install github.com/docker/compose/v2/cmd@v2.29.7)
+    took "docker compose"
   fi
   mkdir -p "$HOME/.docker/cli-plugins"
   cp "$bin/cmd" "$HOME/.docker/cli-plugins/docker-compose"
@@ -86,5 +93,6 @@ elif [ ! -x .cache/otava/bin/otava ]; then
   echo "deps: pip install apache-otava==0.8.0 into .cache/otava"
   python3 -m venv .cache/otava
   .cache/otava/bin/pip install -q --disable-pip-version-check -c scripts/otava-constraints.txt apache-otava==0.8.0
+  took "apache-otava"
 fi
-echo "deps: ok"
+echo "deps: ok after $((SECONDS - t0)) s"
