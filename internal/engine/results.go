@@ -412,21 +412,30 @@ func (rs *RunState) TextSummary() (string, error) {
 	return results.TextTable(s), nil
 }
 
-// misplacedWarnings names the scenarios whose settled view kept
-// observations where their start times did not belong (before the
-// scenario's start, or implausibly far ahead of the run: a clock that
-// stepped) or clamped durations outside 1 µs..1 h.
+// misplacedWarnings names the scenarios (and their endpoints, each with a
+// settled view of its own) whose settled view kept observations where
+// their start times did not belong (before the scenario's start, or
+// implausibly far ahead of the run: a clock that stepped) or clamped
+// durations outside 1 µs..1 h.
 func misplacedWarnings(s *results.Summary) []string {
 	var out []string
+	warn := func(what string, v *results.Settled) {
+		if v == nil || v.Early+v.Late+v.Clamped == 0 {
+			return
+		}
+		out = append(out, fmt.Sprintf("%s: the settled view kept %d observations that started before the scenario "+
+			"in its first time bucket and %d timed implausibly far ahead of the run in its last (a clock that stepped?), "+
+			"and clamped %d durations outside 1 µs..1 h", what, v.Early, v.Late, v.Clamped))
+	}
 	for _, name := range s.SortedScenarios() {
 		sc := s.Scenarios[name]
-		if sc == nil || sc.Settled == nil || sc.Settled.Early+sc.Settled.Late+sc.Settled.Clamped == 0 {
+		if sc == nil || sc.Settled == nil {
 			continue
 		}
-		v := sc.Settled
-		out = append(out, fmt.Sprintf("scenario %s: the settled view kept %d observations that started before the scenario "+
-			"in its first time bucket and %d timed implausibly far ahead of the run in its last (a clock that stepped?), "+
-			"and clamped %d durations outside 1 µs..1 h", name, v.Early, v.Late, v.Clamped))
+		warn("scenario "+name, sc.Settled)
+		for _, ep := range slices.Sorted(maps.Keys(sc.Settled.Endpoints)) {
+			warn("scenario "+name+" endpoint "+ep, sc.Settled.Endpoints[ep])
+		}
 	}
 	return out
 }

@@ -168,30 +168,40 @@ func TestIterationsWithoutScenarioInSummary(t *testing.T) {
 }
 
 // TestMisplacedObservationsWarn: an iteration that started before its
-// scenario (its duration reaches back past the scenario's start) and one
-// longer than the buckets' 1 h are counted in the settled view
-// (summary.json's settled.early and settled.clamped) and named in a
-// warning, never silently folded into the first bucket.
+// scenario (its duration reaches back past the scenario's start), one timed
+// two days ahead of the run (a clock that stepped) and one of no measurable
+// duration (below 1 µs) are each counted once in the settled view
+// (summary.json's settled.early, late and clamped) and named in a warning,
+// never silently folded into the first or last bucket.
 func TestMisplacedObservationsWarn(t *testing.T) {
 	rs, reg := newTestRunState(t)
 	st := rs.Scenario("load")
+	start := time.Date(2026, 3, 1, 11, 59, 59, 0, time.UTC) // a second before feedColdSteady's first iteration
 	st.mu.Lock()
-	st.start = time.Date(2026, 3, 1, 11, 59, 59, 0, time.UTC) // a second before feedColdSteady's first iteration
+	st.start = start
 	st.mu.Unlock()
 	feedColdSteady(rs, reg, 3000)
 	m := reg.Get(iterationDurationMetric)
 	tags := reg.RootTagSet().With("scenario", "load").With("regime", "steady")
-	rs.ingest(sinkIteration, metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: m, Tags: tags},
-		Time: st.start.Add(10 * time.Second), Value: float64((2 * time.Hour).Milliseconds())})
+	for _, it := range []struct {
+		end time.Time
+		ms  float64
+	}{
+		{start.Add(10 * time.Millisecond), 50}, // started 40 ms before the scenario
+		{start.Add(48 * time.Hour), 5},         // two days ahead
+		{start.Add(5 * time.Second), 0.0001},   // 0.1 µs: clamped to 1 µs
+	} {
+		rs.ingest(sinkIteration, metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: m, Tags: tags}, Time: it.end, Value: it.ms})
+	}
 	ch := make(chan metrics.SampleContainer, 1<<16)
 	var out chan<- metrics.SampleContainer = ch
 	rs.samples.Store(&out)
 	rs.testEnd()
-	run, err := BuildRun(rs, "misplaced", time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC))
+	run, err := BuildRun(rs, "misplaced", start.Add(time.Minute))
 	require.NoError(t, err)
 	v := run.Summary.Scenarios["load"].Settled
 	require.NotNil(t, v)
-	require.Equal(t, [3]int64{1, 0, 1}, [3]int64{v.Early, v.Late, v.Clamped}, "early, late, clamped")
+	require.Equal(t, [3]int64{1, 1, 1}, [3]int64{v.Early, v.Late, v.Clamped}, "early, late, clamped")
 	require.Contains(t, strings.Join(run.Summary.Warnings, "\n"),
-		"scenario load: the settled view kept 1 observations that started before the scenario in its first time bucket and 0")
+		"scenario load: the settled view kept 1 observations that started before the scenario in its first time bucket and 1 timed")
 }

@@ -177,7 +177,10 @@ type Settled struct {
 	// last time bucket because they started before the scenario's start or
 	// implausibly far ahead of the run (a clock that stepped), Clamped those
 	// outside 1 µs..1 h (recorded at the bound); absent when none. The
-	// scenario's view counts those of the series its boundary comes from.
+	// scenario's view counts those of the series its boundary comes from
+	// (each endpoint's view its own). A merged folder's view, re-settled
+	// from the instances' series, does not count them; the instances'
+	// warnings are kept.
 	Early   int64 `json:"early,omitempty"`
 	Late    int64 `json:"late,omitempty"`
 	Clamped int64 `json:"clamped,omitempty"`
