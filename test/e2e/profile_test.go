@@ -135,7 +135,7 @@ func TestProfileGates(t *testing.T) {
 	sc := s.Scenarios["load"]
 	require.NotNil(t, sc.TTSSMs)
 	require.NotNil(t, sc.DeclaredMs)
-	require.GreaterOrEqual(t, *sc.TTSSMs, float64((historyStep-250*time.Millisecond).Milliseconds()),
+	require.GreaterOrEqual(t, *sc.TTSSMs, float64((historyStep - 250*time.Millisecond).Milliseconds()),
 		"online TTSS before the step (less a window): the plateau tagged steady")
 	require.Less(t, *sc.DeclaredMs, 4000.0, "declared %.0f ms after the start: the prior's 2 windows, not 12", *sc.DeclaredMs)
 
