@@ -147,38 +147,13 @@ func (tb *TimeBuckets) Bucket(k int) *Bucket { return &tb.b[k] }
 // Start is the start time of bucket k (Unix ns).
 func (tb *TimeBuckets) Start(k int) int64 { return tb.origin + int64(k)*tb.width }
 
-// Where an index placed a time that did not fit: before the origin, or
-// implausibly far ahead.
-const (
-	placed = iota
-	placedEarly
-	placedLate
-)
-
-// index returns the bucket of time t, merging buckets until it fits.
-func (tb *TimeBuckets) index(t int64) int {
-	k, _ := tb.place(t)
-	return k
-}
-
-// indexObs is index for n observations: those misplaced are counted.
-func (tb *TimeBuckets) indexObs(t, n int64) int {
-	k, where := tb.place(t)
-	switch where {
-	case placedEarly:
-		tb.early += n
-	case placedLate:
-		tb.late += n
-	}
-	return k
-}
-
-// place returns the bucket of time t, merging buckets until it fits, and
-// whether t was placed early (before the origin) or late.
-func (tb *TimeBuckets) place(t int64) (int, int) {
-	where := placed
+// index returns the bucket of time t, merging buckets until it fits; n
+// observations start at t (0 for counts and marks, which belong to
+// observations already counted), and those placed in the first bucket
+// (before the origin) or the last (implausibly far ahead) are counted.
+func (tb *TimeBuckets) index(t, n int64) int {
 	if t < tb.origin {
-		where = placedEarly
+		tb.early += n
 		t = tb.origin
 	}
 	if !tb.seen {
@@ -189,10 +164,11 @@ func (tb *TimeBuckets) place(t int64) (int, int) {
 		// (and a day): a bogus timestamp, or a wall clock stepped
 		// forward, would merge the whole run into one bucket; kept in
 		// the last one
+		tb.late += n
 		if len(tb.b) == 0 {
 			tb.b = append(tb.b, Bucket{})
 		}
-		return len(tb.b) - 1, placedLate
+		return len(tb.b) - 1
 	}
 	tb.last = max(tb.last, t)
 	d := t - tb.origin
@@ -204,7 +180,7 @@ func (tb *TimeBuckets) place(t int64) (int, int) {
 	for int(k) >= len(tb.b) {
 		tb.b = append(tb.b, Bucket{})
 	}
-	return int(k), where
+	return int(k)
 }
 
 // compact merges neighbouring buckets pairwise and doubles the width.
@@ -279,7 +255,7 @@ func (tb *TimeBuckets) Record(t int64, ms float64) {
 	if !ok {
 		tb.outside++
 	}
-	k := tb.indexObs(t, 1)
+	k := tb.index(t, 1)
 	tb.b[k].note(us, us)
 	tb.b[k].sumUs += float64(us)
 	_ = tb.hist(k).RecordValue(us) // within range: cannot fail
@@ -288,7 +264,7 @@ func (tb *TimeBuckets) Record(t int64, ms float64) {
 
 // Count adds one request that started at t (Unix ns), failed or not.
 func (tb *TimeBuckets) Count(t int64, failed bool) {
-	b := &tb.b[tb.index(t)]
+	b := &tb.b[tb.index(t, 0)]
 	b.Requests++
 	if failed {
 		b.Failed++
@@ -297,12 +273,12 @@ func (tb *TimeBuckets) Count(t int64, failed bool) {
 
 // Mark counts one marked observation that started at t (Unix ns).
 func (tb *TimeBuckets) Mark(t int64) {
-	tb.b[tb.index(t)].Marked++
+	tb.b[tb.index(t, 0)].Marked++
 }
 
 // MarkN counts n marked observations that started at t.
 func (tb *TimeBuckets) MarkN(t, n int64) {
-	tb.b[tb.index(t)].Marked += n
+	tb.b[tb.index(t, 0)].Marked += n
 }
 
 // RecordN adds n observations that started at t (Unix ns) and lasted ms
@@ -315,7 +291,7 @@ func (tb *TimeBuckets) RecordN(t int64, ms float64, n int64) {
 	if !ok {
 		tb.outside += n
 	}
-	k := tb.indexObs(t, n)
+	k := tb.index(t, n)
 	tb.b[k].note(us, us)
 	tb.b[k].sumUs += float64(us) * float64(n)
 	_ = tb.hist(k).RecordValues(us, n) // within range: cannot fail
@@ -384,7 +360,7 @@ func (tb *TimeBuckets) Add(t int64, h *hdrhistogram.Histogram, requests, failed 
 	if h != nil {
 		n = h.TotalCount()
 	}
-	k := tb.indexObs(t, n)
+	k := tb.index(t, n)
 	b := &tb.b[k]
 	b.Requests += requests
 	b.Failed += failed
