@@ -248,7 +248,10 @@ func history(t *testing.T) *historyRuns {
 			return
 		}
 		const runs, batch = 20, 4
-		for b := 0; b < runs; b += batch {
+		// a first batch that is not kept: the first batch was the slow one
+		// in two of the four batch-wide slow spells seen (one a CI mimic
+		// that failed on it: settled TTSS 5 s for a 1.6-s step)
+		for b := -batch; b < runs; b += batch {
 			var wg sync.WaitGroup
 			errs := make([]string, batch)
 			bar := newBarrier(t, batch)
@@ -264,8 +267,12 @@ func history(t *testing.T) *historyRuns {
 				}
 				addr := startStep(t, h.svc, stepAt, historyWarm, to)
 				addrs[k] = addr
+				out := h.results
+				if i < 0 {
+					out = filepath.Join(work, "discarded")
+				}
 				run := startK6(t, historyScript, map[string]string{
-					"ADDR": addr, "OUT": h.results, "COMMIT": fmt.Sprintf("c%02d", i), "DUR": historyDuration,
+					"ADDR": addr, "OUT": out, "COMMIT": fmt.Sprintf("c%02d", i), "DUR": historyDuration,
 					"BARRIER": bar.addr, "K": strconv.Itoa(k)})
 				wg.Add(1)
 				go func() {
