@@ -187,6 +187,52 @@ func TestProfileChecks(t *testing.T) {
 	require.ErrorContains(t, err, "learnt from scenarios load, the script declares other")
 }
 
+// TestProfileOwnRunsWithinWrittenProfile: each of a profile's own runs is
+// within the profile read back from its file, though the file rounds to 4
+// digits: the largest steady p50 (5.40049 ms) rounded to nearest (5.400)
+// put its run beyond the profile's runs (e2e TestProfileGates failed so).
+func TestProfileOwnRunsWithinWrittenProfile(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	var in []ProfileInput
+	for i, w := range []float64{8, 9, 10, 11, 12} {
+		r := profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 60, w, 0.1)
+		r.Summary.Scenarios["load"].Settled.Stats = &SettledStats{Count: 5000, P50Ms: 5.00049 + 0.1*float64(i), P99Ms: 20.00049 - 0.5*float64(i)}
+		in = append(in, r)
+	}
+	p, err := BuildProfile(in, ProfileOptions{})
+	require.NoError(t, err)
+	sc := p.Scope("load", "")
+	require.InDelta(t, 5.40049, sc.SteadyP50.Max, 1e-9)
+	back, err := LoadProfile(writeProfile(t, p.Rounded()))
+	require.NoError(t, err)
+	bsc := back.Scope("load", "")
+	require.Equal(t, 5.401, bsc.SteadyP50.Max, "an upper bound rounds up")
+	require.Equal(t, 5.0, bsc.SteadyP50.Min, "a lower bound rounds down")
+	require.Equal(t, 20.01, bsc.SteadyP99.Max)
+	require.LessOrEqual(t, bsc.LevelSpread.Lo, sc.LevelSpread.Lo)
+	require.GreaterOrEqual(t, bsc.LevelSpread.Hi, sc.LevelSpread.Hi)
+	for _, r := range in {
+		for _, c := range back.CheckSettled("load", r.Summary.Scenarios["load"].Settled) {
+			require.True(t, c.Within(), "run %s: %s", r.Summary.RunID, c.Text())
+		}
+	}
+}
+
+func TestRound4Out(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ v, up, down float64 }{
+		{5.40049, 5.401, 5.4}, {5.4, 5.4, 5.4}, {21.5049, 21.51, 21.5}, {-0.12345, -0.1234, -0.1235},
+		{0, 0, 0}, {123456, 123500, 123400}, {0.0009999, 0.0009999, 0.0009999},
+	} {
+		require.Equal(t, c.up, round4Out(c.v, true), "up %v", c.v)
+		require.Equal(t, c.down, round4Out(c.v, false), "down %v", c.v)
+		require.GreaterOrEqual(t, round4Out(c.v, true), c.v)
+		require.LessOrEqual(t, round4Out(c.v, false), c.v)
+	}
+}
+
 // TestProfileChecksFlat: a profile of services that settle at once (every
 // run's TTSS 0) judges TTSS at its block's resolution: a run settled at 0
 // or within the first block is like them (the profile's p90 and largest
