@@ -1,6 +1,7 @@
 package regimecli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,7 @@ func TestGateCommand(t *testing.T) {
 	newer := summaryDir(t, withSettled(true, false))
 	b, err := os.ReadFile(filepath.Join(newer, results.SummaryFile))
 	require.NoError(t, err)
-	b = []byte(strings.Replace(string(b), `"schema":1,`, `"schema":99,`, 1))
+	b = []byte(strings.Replace(string(b), fmt.Sprintf(`"schema":%d,`, results.SchemaVersion), `"schema":99,`, 1))
 	require.Contains(t, string(b), `"schema":99,`)
 	require.NoError(t, os.WriteFile(filepath.Join(newer, results.SummaryFile), b, 0o600))
 	code, out := runRegime(t, "gate", newer, "--budget", "p95<1s")

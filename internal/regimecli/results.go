@@ -604,6 +604,9 @@ func writeHistory(gs *state.GlobalState, args []string, out string, o results.Hi
 	if err != nil {
 		return troubleError(err)
 	}
+	if note := results.SchemaNote(sums, dirs); note != "" {
+		fmt.Fprintf(gs.Stderr, "history: %s\n", note)
+	}
 	for _, s := range h.Skipped {
 		fmt.Fprintf(gs.Stderr, "history: left out %s\n", s)
 	}
@@ -670,6 +673,13 @@ func writeProfile(gs *state.GlobalState, args []string, out, svg string, o resul
 	if err != nil {
 		return troubleError(err)
 	}
+	sums := make([]*results.Summary, len(in))
+	for i := range in {
+		sums[i] = in[i].Summary
+	}
+	if note := results.SchemaNote(sums, dirs); note != "" {
+		fmt.Fprintf(gs.Stderr, "profile: %s\n", note)
+	}
 	p.Rounded()
 	js, err := json.MarshalIndent(p, "", " ")
 	if err != nil {
@@ -693,6 +703,9 @@ func compareRuns(gs *state.GlobalState, baseDir, candDir string, budgets []resul
 	cand, err := results.ReadSummary(candDir)
 	if err != nil {
 		return troubleError(fmt.Errorf("compare: candidate: %w", err))
+	}
+	if note := results.SchemaNote([]*results.Summary{base, cand}, []string{baseDir, candDir}); note != "" {
+		fmt.Fprintf(gs.Stderr, "compare: %s\n", note)
 	}
 	if err := results.CheckBaseline(base); err != nil && !allowIncomplete {
 		return troubleError(fmt.Errorf("compare: %s: %w; give --allow-incomplete-base to compare against it anyway", baseDir, err))

@@ -111,3 +111,23 @@ func TestResultsCommandsExitStatus(t *testing.T) {
 	_, err := os.Stat(out)
 	require.ErrorIs(t, err, os.ErrNotExist, "no merge output was written")
 }
+
+// TestCompareWarnsOfMixedSchemas: compare and history read a folder of the
+// older summary.json version and say that its figures are not all the same
+// quantity as the newer folder's; folders of one version get no such note.
+func TestCompareWarnsOfMixedSchemas(t *testing.T) {
+	t.Parallel()
+	base := summaryDir(t, func(s *results.Summary) { s.Schema = 1 })
+	cand := summaryDir(t, nil)
+	code, out := runRegime(t, "compare", base, cand)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "compare: these folders mix summary.json versions")
+	require.Contains(t, out, "schema 1: "+base)
+	require.Contains(t, out, results.SchemaChanges[2])
+	code, out = runRegime(t, "history", base, cand)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "history: these folders mix summary.json versions")
+	code, out = runRegime(t, "compare", cand, summaryDir(t, nil))
+	require.Equal(t, 0, code, out)
+	require.NotContains(t, out, "mix summary.json versions")
+}

@@ -71,6 +71,30 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 		s.Series.WindowsStride = max(s.Series.WindowsStride, r.Summary.Series.WindowsStride)
 	}
 	s.End = mergeEnds(runs, names)
+	// a schema-1 folder's last new connection may count from the run's
+	// first request (written before 2026-11-27 17:00 UTC), a schema-2
+	// one's counts from its phase's: their largest may mean neither, so
+	// the merged folder leaves it null and says why
+	var old []string
+	for i, r := range runs {
+		if r.Summary.Schema < 2 {
+			name := fmt.Sprintf("input %d", i+1)
+			if i < len(names) {
+				name = names[i]
+			}
+			old = append(old, name)
+		}
+	}
+	if len(old) > 0 {
+		for _, row := range s.Requests {
+			row.LastNewConnectionMs = nil
+		}
+		for _, c := range s.ConnectionColdStart {
+			c.LastNewConnectionMs = nil
+		}
+		s.Warnings = append(s.Warnings, fmt.Sprintf("merged from folders of summary.json schema 1 (%s): their last new connection "+
+			"may count from the run's first request, not its phase's, so last_new_connection_ms is left null", strings.Join(old, ", ")))
+	}
 	m.mergeSeries()
 	sort.SliceStable(m.out.Windows, func(i, j int) bool { return m.out.Windows[i].LastMs < m.out.Windows[j].LastMs })
 	if !s.Ended.IsZero() {

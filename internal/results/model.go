@@ -10,8 +10,10 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,8 +21,52 @@ import (
 )
 
 // SchemaVersion is the version of summary.json's layout. It changes when a
-// field changes meaning or goes away (new fields keep the version).
-const SchemaVersion = 1
+// field changes meaning or goes away (new fields keep the version); the
+// tools read every version from OldestSchemaVersion on, and say so when
+// they set folders of different versions side by side (SchemaChanges).
+const SchemaVersion = 2
+
+// OldestSchemaVersion is the oldest summary.json the tools read.
+const OldestSchemaVersion = 1
+
+// SchemaChanges says what changed in version v (from v-1): what compare,
+// history, profile and merge warn about when their folders mix versions.
+var SchemaChanges = map[int]string{
+	2: "written from 2026-11-28; schema-1 folders written before 2026-11-27 17:00 UTC count the connection-pool cold start's " +
+		"last new connection from the run's first request (schema 2: from its phase's) and cold_start.excess_ms against " +
+		"the steady median (schema 2: the mean), and those written before 2026-11-27 23:00 UTC hold 0 for an empty regime's " +
+		"or request row's percentiles (schema 2: null)",
+}
+
+// SchemaNote returns a warning when sums mix summary.json versions (what
+// changed between them, dirs naming the folders), or "".
+func SchemaNote(sums []*Summary, dirs []string) string {
+	byVersion := map[int][]string{}
+	for i, s := range sums {
+		if s != nil {
+			byVersion[s.Schema] = append(byVersion[s.Schema], dirs[i])
+		}
+	}
+	if len(byVersion) < 2 {
+		return ""
+	}
+	versions := slices.Sorted(maps.Keys(byVersion))
+	var b strings.Builder
+	fmt.Fprintf(&b, "these folders mix summary.json versions, so some figures are not the same quantity side by side:")
+	for _, v := range versions {
+		names := byVersion[v]
+		more := ""
+		if len(names) > 3 {
+			more = fmt.Sprintf(" and %d more", len(names)-3)
+			names = names[:3]
+		}
+		fmt.Fprintf(&b, " schema %d: %s%s;", v, strings.Join(names, ", "), more)
+	}
+	for v := versions[0] + 1; v <= versions[len(versions)-1]; v++ {
+		fmt.Fprintf(&b, " schema %d: %s;", v, SchemaChanges[v])
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
 
 // Regimes in order.
 var Regimes = detector.RegimeNames()
@@ -442,8 +488,8 @@ func ReadSummary(dir string) (*Summary, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, SummaryFile), err)
 	}
-	if s.Schema != SchemaVersion {
-		return nil, fmt.Errorf("%s: schema version %d, this tool reads version %d", filepath.Join(dir, SummaryFile), s.Schema, SchemaVersion)
+	if s.Schema < OldestSchemaVersion || s.Schema > SchemaVersion {
+		return nil, fmt.Errorf("%s: schema version %d, this tool reads versions %d to %d", filepath.Join(dir, SummaryFile), s.Schema, OldestSchemaVersion, SchemaVersion)
 	}
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, SummaryFile), err)
