@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -77,7 +78,9 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 	// the merged folder leaves it null and says why
 	var old []string
 	for i, r := range runs {
-		if r.Summary.Schema < 2 {
+		// a folder merged from schema-1 folders left it null: null there
+		// is unknown, not none, and must not let another input's stand
+		if r.Summary.Schema < 2 || slices.ContainsFunc(r.Summary.Warnings, func(w string) bool { return strings.HasPrefix(w, schemaOneMergeWarning) }) {
 			name := fmt.Sprintf("input %d", i+1)
 			if i < len(names) {
 				name = names[i]
@@ -92,8 +95,8 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 		for _, c := range s.ConnectionColdStart {
 			c.LastNewConnectionMs = nil
 		}
-		s.Warnings = append(s.Warnings, fmt.Sprintf("merged from folders of summary.json schema 1 (%s): their last new connection "+
-			"may count from the run's first request, not its phase's, so last_new_connection_ms is left null", strings.Join(old, ", ")))
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s (%s): their last new connection "+
+			"may count from the run's first request, not its phase's, so last_new_connection_ms is left null", schemaOneMergeWarning, strings.Join(old, ", ")))
 	}
 	m.mergeSeries()
 	sort.SliceStable(m.out.Windows, func(i, j int) bool { return m.out.Windows[i].LastMs < m.out.Windows[j].LastMs })
@@ -103,6 +106,10 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 	m.out.Finalize()
 	return m.out, nil
 }
+
+// schemaOneMergeWarning starts the warning of a folder merged from
+// schema-1 folders.
+const schemaOneMergeWarning = "merged from folders of summary.json schema 1"
 
 // merger holds a merge in progress.
 type merger struct {

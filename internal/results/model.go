@@ -32,10 +32,11 @@ const OldestSchemaVersion = 1
 // SchemaChanges says what changed in version v (from v-1): what compare,
 // history, profile and merge warn about when their folders mix versions.
 var SchemaChanges = map[int]string{
-	2: "written from 2026-11-28; schema-1 folders written before 2026-11-27 17:00 UTC count the connection-pool cold start's " +
-		"last new connection from the run's first request (schema 2: from its phase's) and cold_start.excess_ms against " +
-		"the steady median (schema 2: the mean), and those written before 2026-11-27 23:00 UTC hold 0 for an empty regime's " +
-		"or request row's percentiles (schema 2: null)",
+	2: "schema-1 folders written by a version before commit d609a47 (2026-11-27, about 16:20 UTC) count the connection-pool " +
+		"cold start's last new connection from the run's first request (schema 2: from its phase's) and, before 3d431b0 " +
+		"(minutes later), cold_start.excess_ms against the steady median (schema 2: the mean); those before 2026-11-27 " +
+		"23:00 UTC hold 0 for an empty regime's or request row's percentiles (schema 2: null); a schema-1 folder does not " +
+		"say which version wrote it",
 }
 
 // SchemaNote returns a warning when sums mix summary.json versions (what
@@ -52,7 +53,7 @@ func SchemaNote(sums []*Summary, dirs []string) string {
 	}
 	versions := slices.Sorted(maps.Keys(byVersion))
 	var b strings.Builder
-	fmt.Fprintf(&b, "these folders mix summary.json versions, so some figures are not the same quantity side by side:")
+	fmt.Fprintf(&b, "these folders mix summary.json versions, so some figures may not be the same quantity side by side:")
 	for _, v := range versions {
 		names := byVersion[v]
 		more := ""
@@ -63,7 +64,7 @@ func SchemaNote(sums []*Summary, dirs []string) string {
 		fmt.Fprintf(&b, " schema %d: %s%s;", v, strings.Join(names, ", "), more)
 	}
 	for v := versions[0] + 1; v <= versions[len(versions)-1]; v++ {
-		fmt.Fprintf(&b, " schema %d: %s;", v, SchemaChanges[v])
+		fmt.Fprintf(&b, " what changed in schema %d: %s;", v, SchemaChanges[v])
 	}
 	return strings.TrimSuffix(b.String(), ";")
 }

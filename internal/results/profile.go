@@ -700,7 +700,16 @@ func (p *Profile) Rounded() *Profile {
 				r(&run[i])
 			}
 		}
+		// the prior's band of levels is LevelMs*(1+Lo) .. LevelMs*(1+Hi):
+		// its ends are taken relative to the level as written, so that
+		// rounding the level does not move a run's level out of the band
+		level := sc.LevelMs
 		r(&sc.WelchEndMs, &sc.LevelMs)
+		for _, b := range []*Interval{&sc.LevelSpread, &sc.Envelope.Median} {
+			if level > 0 && sc.LevelMs > 0 {
+				b.Lo, b.Hi = level*(1+b.Lo)/sc.LevelMs-1, level*(1+b.Hi)/sc.LevelMs-1
+			}
+		}
 		for _, b := range []*Interval{&sc.LevelSpread, &sc.Envelope.Median, &sc.Envelope.MedianMax, &sc.Envelope.Tail, &sc.Envelope.TailMax} {
 			out(&b.Lo, &b.Hi)
 		}

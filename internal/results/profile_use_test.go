@@ -211,8 +211,10 @@ func TestProfileOwnRunsWithinWrittenProfile(t *testing.T) {
 	require.Equal(t, 5.401, bsc.SteadyP50.Max, "an upper bound rounds up")
 	require.Equal(t, 5.0, bsc.SteadyP50.Min, "a lower bound rounds down")
 	require.Equal(t, 20.01, bsc.SteadyP99.Max)
-	require.LessOrEqual(t, bsc.LevelSpread.Lo, sc.LevelSpread.Lo)
-	require.GreaterOrEqual(t, bsc.LevelSpread.Hi, sc.LevelSpread.Hi)
+	// the prior's band of levels, in ms, holds the unrounded one
+	pr, bpr := sc.Prior(), bsc.Prior()
+	require.LessOrEqual(t, bpr.LevelMs*(1+bpr.Low), pr.LevelMs*(1+pr.Low))
+	require.GreaterOrEqual(t, bpr.LevelMs*(1+bpr.High), pr.LevelMs*(1+pr.High))
 	for _, r := range in {
 		for _, c := range back.CheckSettled("load", r.Summary.Scenarios["load"].Settled) {
 			require.True(t, c.Within(), "run %s: %s", r.Summary.RunID, c.Text())
@@ -225,6 +227,7 @@ func TestRound4Out(t *testing.T) {
 	for _, c := range []struct{ v, up, down float64 }{
 		{5.40049, 5.401, 5.4}, {5.4, 5.4, 5.4}, {21.5049, 21.51, 21.5}, {-0.12345, -0.1234, -0.1235},
 		{0, 0, 0}, {123456, 123500, 123400}, {0.0009999, 0.0009999, 0.0009999},
+		{9.9995, 10, 9.999}, {9.99941, 10, 9.999}, {-9.9996, -9.999, -10}, {12345.6, 12350, 12340}, {99996, 100000, 99990},
 	} {
 		require.Equal(t, c.up, round4Out(c.v, true), "up %v", c.v)
 		require.Equal(t, c.down, round4Out(c.v, false), "down %v", c.v)

@@ -50,7 +50,7 @@ func TestSchemaNote(t *testing.T) {
 	require.Empty(t, SchemaNote([]*Summary{one}, []string{"a"}))
 	note := SchemaNote([]*Summary{one, two, one, one, one, one}, []string{"a", "b", "c", "d", "e", "f"})
 	require.Contains(t, note, "schema 1: a, c, d and 2 more; schema 2: b;")
-	require.Contains(t, note, "schema 2: "+SchemaChanges[2])
+	require.Contains(t, note, "what changed in schema 2: "+SchemaChanges[2])
 }
 
 // TestMergeSchemaOne: merging a schema-1 folder (its last new connection
@@ -68,18 +68,52 @@ func TestMergeSchemaOne(t *testing.T) {
 		r.Summary.Schema = schema
 		last := float64(100 * seed)
 		r.Summary.ConnectionColdStart["warmup"] = &ConnPhase{Requests: 10, NewConnections: 2, LastNewConnectionMs: &last}
+		require.NotEmpty(t, r.Summary.Requests)
+		for _, row := range r.Summary.Requests {
+			row.LastNewConnectionMs = &last
+		}
 		return r
+	}
+	lastNull := func(m *Run) bool {
+		for _, row := range m.Summary.Requests {
+			if row.LastNewConnectionMs != nil {
+				return false
+			}
+		}
+		return m.Summary.ConnectionColdStart["warmup"].LastNewConnectionMs == nil
 	}
 	cur, err := Merge([]*Run{load(1, SchemaVersion), load(2, SchemaVersion)}, []string{"x", "y"})
 	require.NoError(t, err)
 	require.NotNil(t, cur.Summary.ConnectionColdStart["warmup"].LastNewConnectionMs)
 	require.InDelta(t, 200, *cur.Summary.ConnectionColdStart["warmup"].LastNewConnectionMs, 1e-9)
 
+	require.False(t, lastNull(cur))
+	for _, row := range cur.Summary.Requests {
+		require.InDelta(t, 200, *row.LastNewConnectionMs, 1e-9)
+	}
+
 	mixed, err := Merge([]*Run{load(3, 1), load(4, SchemaVersion)}, []string{"old", "new"})
 	require.NoError(t, err)
-	require.Nil(t, mixed.Summary.ConnectionColdStart["warmup"].LastNewConnectionMs)
+	require.True(t, lastNull(mixed), "request rows and phases")
 	require.Equal(t, SchemaVersion, mixed.Summary.Schema)
 	js, err := json.Marshal(mixed.Summary.Warnings)
 	require.NoError(t, err)
 	require.Contains(t, string(js), "merged from folders of summary.json schema 1 (old)")
+
+	allOld, err := Merge([]*Run{load(5, 1), load(6, 1)}, []string{"a", "b"})
+	require.NoError(t, err)
+	require.True(t, lastNull(allOld))
+
+	// merged again, as written and read back, with a folder of the current
+	// version: the null stays unknown, not none
+	dir := t.TempDir()
+	require.NoError(t, mixed.WriteDir(dir, WriteOptions{}))
+	back, err := LoadDir(dir)
+	require.NoError(t, err)
+	again, err := Merge([]*Run{back, load(7, SchemaVersion)}, []string{"merged", "newer"})
+	require.NoError(t, err)
+	require.True(t, lastNull(again))
+	js, err = json.Marshal(again.Summary.Warnings)
+	require.NoError(t, err)
+	require.Contains(t, string(js), "merged from folders of summary.json schema 1 (merged)")
 }
