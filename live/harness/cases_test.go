@@ -97,3 +97,21 @@ func TestStepDrop(t *testing.T) {
 	require.InDelta(t, 5.0, stepDrop(it), 1e-9)
 	require.True(t, math.IsInf(stepDrop(it[:200]), 1), "no drop in the first 4 s")
 }
+
+// TestBoundAddr: the harness reads the address each service bound on port 0
+// from its output: the services' "listening on" line and the demo
+// service's slog line; nothing before the service printed it.
+func TestBoundAddr(t *testing.T) {
+	t.Parallel()
+	for out, want := range map[string]string{
+		"gosvc listening on 127.0.0.1:40123\n": "127.0.0.1:40123",
+		`time=2026-11-27T23:11:56.055Z level=INFO msg="demo service listening" http=http://127.0.0.1:43653 grpc=127.0.0.1:40939 database=simulated` + "\n": "127.0.0.1:43653",
+		"starting\n": "",
+		`msg="demo service listening" http=http://0.0.0.0:43653 grpc=0.0.0.0:1`: "",
+		`msg="demo service listening" http=http://127.0.0.1:436`:                "", // a line still being written
+	} {
+		if got := boundAddr(out); got != want {
+			t.Errorf("boundAddr(%q) = %q, want %q", out, got, want)
+		}
+	}
+}

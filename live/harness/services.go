@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -177,17 +176,18 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-var listeningRE = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+// listeningRE finds the address a service bound (each is started on port
+// 0 and prints it: no port is picked free and then lost to another process
+// before the service binds it); the demo service logs it as slog text.
+var listeningRE = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)|msg="demo service listening" http=http://(127\.0\.0\.1:\d+) `)
 
-// freePort asks the kernel for a free loopback port (the demo service takes
-// fixed addresses).
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// boundAddr returns the address a service's output says it listens on, or
+// "" before it said so.
+func boundAddr(out string) string {
+	if m := listeningRE.FindStringSubmatch(out); m != nil {
+		return m[1] + m[2]
 	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
+	return ""
 }
 
 // start launches a service and waits (bounded) until it answers HTTP.
@@ -224,17 +224,8 @@ func (e *Env) start(ctx context.Context, s Service) (*running, error) {
 		// closed cases took 44 ms, a TCP floor that hid the JIT (JDK-6968351)
 		name, args = "java", append([]string{"-Xmx256m", "-Dsun.net.httpserver.nodelay=true", "-cp", filepath.Join(e.Build, "jvm"), "LiveServer", "--port", "0"}, s.Args...)
 	case "demo":
-		httpAddr, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		grpcAddr, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		r.addr = httpAddr
 		health = "/healthz"
-		name, args = e.Demo, append([]string{"-http-addr", httpAddr, "-grpc-addr", grpcAddr}, s.Args...)
+		name, args = e.Demo, append([]string{"-http-addr", "127.0.0.1:0", "-grpc-addr", "127.0.0.1:0"}, s.Args...)
 		if s.Postgres {
 			url, stop, err := pgtest.StartCluster()
 			if err != nil {
@@ -262,9 +253,7 @@ func (e *Env) start(ctx context.Context, s Service) (*running, error) {
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
 		if r.addr == "" {
-			if m := listeningRE.FindStringSubmatch(r.log.String()); m != nil {
-				r.addr = m[1]
-			}
+			r.addr = boundAddr(r.log.String())
 		}
 		if r.addr != "" {
 			resp, err := client.Get("http://" + r.addr + health)
@@ -287,6 +276,9 @@ func (e *Env) start(ctx context.Context, s Service) (*running, error) {
 		}
 		if time.Now().After(deadline) {
 			r.stop()
+			if r.addr == "" {
+				return nil, fmt.Errorf("service %s did not print the address it listens on within 60 s; its output:\n%s", s.Name, tail(r.log.String(), 2000))
+			}
 			return nil, fmt.Errorf("service %s did not answer http://%s%s within 60 s; its output:\n%s", s.Name, r.addr, health, tail(r.log.String(), 2000))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,18 +41,27 @@ type demoService struct {
 	log                *testbin.Buffer
 }
 
+// demoListeningRE reads the addresses the demo service bound from its log.
+var demoListeningRE = regexp.MustCompile(`msg="demo service listening" http=http://(127\.0\.0\.1:\d+) grpc=(127\.0\.0\.1:\d+) `)
+
 // startDemo starts the demo service with extra flags and env, waits (bounded)
 // until it answers, and stops it with SIGTERM at cleanup.
 func startDemo(tb testing.TB, env []string, flags ...string) *demoService {
 	tb.Helper()
-	d := &demoService{httpAddr: freeAddr(tb), grpcAddr: freeAddr(tb), log: &testbin.Buffer{}}
-	args := append([]string{"-http-addr", d.httpAddr, "-grpc-addr", d.grpcAddr}, flags...)
+	// port 0: the service binds and logs its addresses (a port picked free
+	// here could be taken by another process before the service binds it)
+	d := &demoService{log: &testbin.Buffer{}}
+	args := append([]string{"-http-addr", "127.0.0.1:0", "-grpc-addr", "127.0.0.1:0"}, flags...)
 	cmd := exec.Command(demoBinary(tb), args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = d.log
 	require.NoError(tb, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed when the process ended (waitErr then holds how): the
+	// readiness loop and the cleanup both wait on it, so a service that
+	// exits before it is ready does not leave the cleanup waiting forever
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	tb.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -63,20 +73,27 @@ func startDemo(tb testing.TB, env []string, flags ...string) *demoService {
 	})
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := http.Get("http://" + d.httpAddr + "/healthz") //nolint:noctx
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return d
+		if d.httpAddr == "" {
+			if m := demoListeningRE.FindStringSubmatch(d.log.String()); m != nil {
+				d.httpAddr, d.grpcAddr = m[1], m[2]
+			}
+		}
+		if d.httpAddr != "" {
+			resp, err := http.Get("http://" + d.httpAddr + "/healthz") //nolint:noctx
+			if err == nil {
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return d
+				}
 			}
 		}
 		select {
-		case err := <-exited:
-			tb.Fatalf("demo service exited: %v\n%s", err, d.log.String())
+		case <-exited:
+			tb.Fatalf("demo service exited: %v\n%s", waitErr, d.log.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("demo service did not answer /healthz:\n%s", d.log.String())
+			tb.Fatalf("demo service did not log its addresses and answer /healthz within 15 s:\n%s", d.log.String())
 		}
 	}
 }
