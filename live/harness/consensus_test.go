@@ -2,6 +2,7 @@ package harness
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -158,4 +159,63 @@ func TestSplit(t *testing.T) {
 	// blocks beyond both sides do not add up to a prefix (the first block
 	// alone is one)
 	require.Equal(t, 1, split([]float64{out, below, out, below, in, in, in}, 0, 5, -0.5, 0.5))
+}
+
+// TestHeldOutReferences: with HeldOutMinRuns runs or more, each run gets a
+// reference from the consensus of the others (keyed by its run number, its
+// source saying so); a repeated warm-up is found without the run judged.
+func TestHeldOutReferences(t *testing.T) {
+	t.Parallel()
+	runs := runsOf(5, 60, func(r int, t float64) float64 {
+		return waveAt(r, 0.15, 23)(t) * (1 + 2*math.Exp(-t/2))
+	})
+	var rs []RunSeries
+	for i, it := range runs {
+		rs = append(rs, RunSeries{Run: i, Series: it})
+	}
+	require.Nil(t, HeldOutReferences(rs[:HeldOutMinRuns-1]), "too few runs for a consensus of the others")
+	held := HeldOutReferences(rs)
+	require.Len(t, held, 5)
+	for i := range runs {
+		ref := held[i]
+		require.True(t, ref.Steady, "run %d", i)
+		require.Equal(t, "warmup", ref.Class, "run %d", i)
+		require.Equal(t, "consensus of the 4 other runs", ref.Source)
+		require.InDelta(t, 7, ref.Boundary, 5, "run %d: %+v", i, ref)
+	}
+}
+
+// TestJudgeHeldOut: the online checks of a run against a held-out
+// reference, and the table that sets them beside those against the
+// consensus of all the runs, naming the runs whose verdict differs.
+func TestJudgeHeldOut(t *testing.T) {
+	t.Parallel()
+	it := synth(1, 200, 60, func(float64) float64 { return 1 })
+	for i := range it {
+		it[i].Regime = "warmup"
+		if it[i].Start >= 10 {
+			it[i].Regime = "steady"
+		}
+	}
+	steady := func(j int) bool { return it[j].Regime == "steady" }
+	c := Case{Name: "svc/open", Kind: KindWarmup}
+	f := Figures{Case: c.Name, Run: 1, ExitCode: 0, Verdict: "held", Duration: 60, DeclaredAfter: ptr(10.0), TTSS: ptr(10.0)}
+	early := Reference{Steady: true, Class: "warmup", Boundary: 8}
+	late := Reference{Steady: true, Class: "warmup", Boundary: 14}
+	f.Ref, f.Online = early, quality(it, early, steady)
+	f.Checks = checks(c, &f)
+	require.True(t, f.OnlineMet())
+	h := judgeHeldOut(c, f, late, quality(it, late, steady))
+	require.Len(t, h.Failed, 1, "%v", h.Failed)
+	require.Contains(t, h.Failed[0], "contamination <= 2%")
+	require.InDelta(t, 4.0/50, *h.Online.Contamination, 0.01, "4 of the 50 steady seconds precede the held-out boundary")
+	f.HeldOut = h
+	same := f
+	same.Run = 2
+	same.HeldOut = judgeHeldOut(c, f, early, f.Online)
+	require.Empty(t, same.HeldOut.Failed)
+	var b strings.Builder
+	WriteHeldOut(&b, Summarize([]Case{c}, []*Figures{&f, &same}))
+	require.Contains(t, b.String(), "| svc/open | 2 | 2/2 | 1/2 | 1 | 3.0 / 6.0 |")
+	require.Contains(t, RunLine(&f), "against the other runs' consensus: warmup from 14 s, contamination 8.0%")
 }

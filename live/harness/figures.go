@@ -64,12 +64,52 @@ type Figures struct {
 	StepViolations int `json:"step_violations,omitempty"`
 
 	Checks []Check `json:"checks"`
-	Dir    string  `json:"dir"`
+	// HeldOut is the run judged against the consensus of the case's other
+	// runs (nil with fewer than HeldOutMinRuns runs): its online checks
+	// there, to tell a miss of the tags from one of the reference.
+	HeldOut *HeldOut `json:"held_out,omitempty"`
+	Dir     string   `json:"dir"`
 	// Replayed: the tags judged are not the run's own but a replay's
 	// (live -replay: "replay"; -loo-profile: "loo-profile" and the
 	// profile's path); Dir is still the recorded run's. Empty for a run's
 	// own tags.
 	Replayed string `json:"replayed,omitempty"`
+}
+
+// HeldOut is a run's online tags against a held-out reference.
+type HeldOut struct {
+	Ref    Reference `json:"reference"`
+	Online Quality   `json:"online"`
+	// Failed lists the online checks (not the settled view's) the run
+	// fails against this reference, with their values.
+	Failed []string `json:"failed"`
+}
+
+// judgeHeldOut judges g's online tags (online: their quality against ref)
+// against the held-out reference ref; g is a copy of the run's figures.
+func judgeHeldOut(c Case, g Figures, ref Reference, online Quality) *HeldOut {
+	g.Ref, g.Online = ref, online
+	if g.TTSS != nil && ref.Steady {
+		g.Online.TTSSError = ptr(*g.TTSS - ref.Boundary)
+	}
+	h := &HeldOut{Ref: ref, Online: g.Online, Failed: []string{}}
+	for _, ch := range checks(c, &g) {
+		if !ch.OK && !strings.HasPrefix(ch.Name, "settled") {
+			h.Failed = append(h.Failed, ch.Name+" ("+ch.Got+")")
+		}
+	}
+	return h
+}
+
+// OnlineMet reports whether every online check (not the settled view's) of
+// the run passed against the reference of its figures.
+func (f *Figures) OnlineMet() bool {
+	for _, ch := range f.Checks {
+		if !ch.OK && !strings.HasPrefix(ch.Name, "settled") {
+			return false
+		}
+	}
+	return true
 }
 
 // Quality compares a set of iterations called steady with the reference.
@@ -210,6 +250,7 @@ func JudgeVariants(variants []Case, outs []map[int]*RunOutput) (*Consensus, [][]
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", variants[0].Name, err)
 	}
+	held := HeldOutReferences(runs)
 	figs := make([][]*Figures, len(variants))
 	order := make([]int, len(keys))
 	for i := range order {
@@ -221,7 +262,13 @@ func JudgeVariants(variants []Case, outs []map[int]*RunOutput) (*Consensus, [][]
 	})
 	for _, i := range order {
 		k := keys[i]
-		figs[k.variant] = append(figs[k.variant], JudgeWith(variants[k.variant], k.run, outs[k.variant][k.run], refs[i]))
+		c, out := variants[k.variant], outs[k.variant][k.run]
+		f := JudgeWith(c, k.run, out, refs[i])
+		if ref, ok := held[i]; ok {
+			it := out.Series
+			f.HeldOut = judgeHeldOut(c, *f, ref, quality(it, ref, func(j int) bool { return it[j].Regime == "steady" }))
+		}
+		figs[k.variant] = append(figs[k.variant], f)
 	}
 	return cons, figs, nil
 }

@@ -167,6 +167,9 @@ func ReplayFiguresWith(c Case, f *Figures, out *RunOutput, cfg detector.Config, 
 		}
 	}
 	g.Checks = checks(c, &g)
+	if f.HeldOut != nil {
+		g.HeldOut = judgeHeldOut(c, g, f.HeldOut.Ref, ReplayQuality(out.Series, f.HeldOut.Ref, rp))
+	}
 	return &g, nil
 }
 

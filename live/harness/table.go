@@ -175,6 +175,56 @@ func WriteTable(w io.Writer, sums []*Summary) {
 	}
 }
 
+// WriteHeldOut writes, per case whose runs have held-out references, how
+// many runs met every online check against the consensus of all the runs
+// and against the consensus of the others, which runs' verdicts differ, and
+// how far the two references' boundaries lie apart: a miss (or a pass) that
+// holds against one reference only is the reference's as much as the tags'.
+func WriteHeldOut(w io.Writer, sums []*Summary) {
+	header := false
+	for _, s := range sums {
+		var met, heldMet, judged int
+		var differ []string
+		var shifts []float64
+		for _, f := range s.Runs {
+			if f.HeldOut == nil {
+				continue
+			}
+			judged++
+			a, b := f.OnlineMet(), len(f.HeldOut.Failed) == 0
+			if a {
+				met++
+			}
+			if b {
+				heldMet++
+			}
+			if a != b {
+				differ = append(differ, fmt.Sprintf("%d", f.Run))
+			}
+			if f.Ref.Steady && f.HeldOut.Ref.Steady {
+				shifts = append(shifts, f.HeldOut.Ref.Boundary-f.Ref.Boundary)
+			}
+		}
+		if judged == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "| case | runs | online checks met (consensus of all runs) | online checks met (consensus of the other runs) | runs whose verdict differs | boundary shift s (held-out - all; median / largest) |")
+			fmt.Fprintln(w, "|---|---|---|---|---|---|")
+			header = true
+		}
+		var st stat
+		for i := range shifts {
+			st.add(&shifts[i])
+		}
+		d := "none"
+		if len(differ) > 0 {
+			d = strings.Join(differ, ", ")
+		}
+		fmt.Fprintf(w, "| %s | %d | %d/%d | %d/%d | %s | %s |\n", s.Case.Name, judged, met, judged, heldMet, judged, d, st.cell(1, 1, largestMagnitude))
+	}
+}
+
 // RunLine is one line per run for the progress log.
 func RunLine(f *Figures) string {
 	var failed []string
@@ -191,10 +241,19 @@ func RunLine(f *Figures) string {
 	if f.Dropped > 0 {
 		dropped = fmt.Sprintf(" (%d iterations dropped: no free VU)", f.Dropped)
 	}
-	return fmt.Sprintf("%s run %d: exit %d (%s), relapses %d, declared %s, reference %s from %.0f s; contamination %s, coverage %s, p99 %s (baseline %s, %s, %s)%s -> %s",
+	held := ""
+	if h := f.HeldOut; h != nil {
+		verdict := "online checks met"
+		if len(h.Failed) > 0 {
+			verdict = "FAILED: " + strings.Join(h.Failed, ", ")
+		}
+		held = fmt.Sprintf("; against the other runs' consensus: %s from %.0f s, contamination %s, coverage %s, p99 %s -> %s",
+			h.Ref.Class, h.Ref.Boundary, fmtPct(h.Online.Contamination), fmtPct(h.Online.Coverage), fmtPct(h.Online.P99Distortion), verdict)
+	}
+	return fmt.Sprintf("%s run %d: exit %d (%s), relapses %d, declared %s, reference %s from %.0f s; contamination %s, coverage %s, p99 %s (baseline %s, %s, %s)%s -> %s%s",
 		f.Case, f.Run, f.ExitCode, f.Verdict, f.Relapses, fmtS(f.DeclaredAfter), f.Ref.Class, f.Ref.Boundary,
 		fmtPct(f.Online.Contamination), fmtPct(f.Online.Coverage), fmtPct(f.Online.P99Distortion),
-		fmtPct(f.Baseline.Contamination), fmtPct(f.Baseline.Coverage), fmtPct(f.Baseline.P99Distortion), dropped, status)
+		fmtPct(f.Baseline.Contamination), fmtPct(f.Baseline.Coverage), fmtPct(f.Baseline.P99Distortion), dropped, status, held)
 }
 
 // WriteConsensus writes what the runs of each case agree on: the warm-up
