@@ -485,19 +485,21 @@ func CaseReferences(runs []RunSeries) (*Consensus, map[int]Reference, error) {
 	return c, refs, nil
 }
 
-// HeldOutMinRuns is the fewest runs of a case that give each run a held-out
-// reference: the consensus of the others needs ConsensusMinRuns.
-const HeldOutMinRuns = ConsensusMinRuns + 1
+// LeaveOneOutMinRuns is the fewest runs of a case that give each run a
+// leave-one-out reference: the consensus of the others needs
+// ConsensusMinRuns.
+const LeaveOneOutMinRuns = ConsensusMinRuns + 1
 
-// HeldOutReferences places each run against the consensus of the case's
-// other runs (Judge: the others' envelope), nil with fewer than
-// HeldOutMinRuns runs. The consensus of all the runs includes the run it
-// judges, and a consensus moves with the runs it holds (jvm-mixed: W at
-// 19-23 s from three runs, 2-15 s from five); a check met against one and
-// failed against the other depends on the reference, not only on the tags.
-func HeldOutReferences(runs []RunSeries) map[int]Reference {
-	if len(runs) < HeldOutMinRuns {
-		return nil
+// LeaveOneOutReferences places each run against the consensus of the
+// case's other runs (Judge: the others' envelope), keyed by run number; nil
+// with fewer than LeaveOneOutMinRuns runs. The consensus of all the runs
+// includes the run it judges, and a consensus moves with the runs it holds
+// (jvm-mixed: its W was 19 s from b45's three runs, 2 s from those and
+// b47's two); a check met against one and failed against the other depends
+// on the reference, not only on the tags.
+func LeaveOneOutReferences(runs []RunSeries) (map[int]Reference, error) {
+	if len(runs) < LeaveOneOutMinRuns {
+		return nil, nil
 	}
 	out := map[int]Reference{}
 	others := make([][]Iteration, 0, len(runs)-1)
@@ -510,13 +512,13 @@ func HeldOutReferences(runs []RunSeries) map[int]Reference {
 		}
 		c, err := ComputeConsensus(others)
 		if err != nil {
-			continue
+			return nil, fmt.Errorf("the consensus of the runs but run %d: %w", r.Run, err)
 		}
 		ref := c.Judge(r.Series)
 		ref.Source = fmt.Sprintf("consensus of the %d other runs", c.Runs)
 		out[r.Run] = ref
 	}
-	return out
+	return out, nil
 }
 
 // sortedRuns returns the run numbers in order (for stable output).

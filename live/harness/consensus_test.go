@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xk6-regime/xk6-regime/internal/results"
 )
 
 // waveAt is a +-amp wave of the given period whose phase differs by run:
@@ -161,34 +163,85 @@ func TestSplit(t *testing.T) {
 	require.Equal(t, 1, split([]float64{out, below, out, below, in, in, in}, 0, 5, -0.5, 0.5))
 }
 
-// TestHeldOutReferences: with HeldOutMinRuns runs or more, each run gets a
-// reference from the consensus of the others (keyed by its run number, its
-// source saying so); a repeated warm-up is found without the run judged.
-func TestHeldOutReferences(t *testing.T) {
+// TestLeaveOneOutReferences: with LeaveOneOutMinRuns runs or more, each
+// run gets a reference from the consensus of the others, keyed by its run
+// number (not its place), its source saying so; a warm-up four runs of five
+// share is the case's W, but the consensus of a warm run's four others (one
+// of them flat) has no four runs agreeing, so its W is far earlier.
+func TestLeaveOneOutReferences(t *testing.T) {
 	t.Parallel()
 	runs := runsOf(5, 60, func(r int, t float64) float64 {
-		return waveAt(r, 0.15, 23)(t) * (1 + 2*math.Exp(-t/2))
+		if r == 4 {
+			return waveAt(r, 0.05, 23)(t)
+		}
+		return waveAt(r, 0.05, 23)(t) * (1 + 1.5*math.Max(0, 1-t/20))
 	})
 	var rs []RunSeries
 	for i, it := range runs {
-		rs = append(rs, RunSeries{Run: i, Series: it})
+		rs = append(rs, RunSeries{Run: 10 + i, Series: it})
 	}
-	require.Nil(t, HeldOutReferences(rs[:HeldOutMinRuns-1]), "too few runs for a consensus of the others")
-	held := HeldOutReferences(rs)
+	none, err := LeaveOneOutReferences(rs[:LeaveOneOutMinRuns-1])
+	require.NoError(t, err)
+	require.Nil(t, none, "too few runs for a consensus of the others")
+	all, err := ComputeConsensus(runs)
+	require.NoError(t, err)
+	require.InDelta(t, 17, all.WarmupEnd, 4, "four of five runs warm up for 20 s")
+	held, err := LeaveOneOutReferences(rs)
+	require.NoError(t, err)
 	require.Len(t, held, 5)
 	for i := range runs {
-		ref := held[i]
-		require.True(t, ref.Steady, "run %d", i)
-		require.Equal(t, "warmup", ref.Class, "run %d", i)
+		ref, ok := held[10+i]
+		require.True(t, ok, "run %d is keyed by its number", 10+i)
 		require.Equal(t, "consensus of the 4 other runs", ref.Source)
-		require.InDelta(t, 7, ref.Boundary, 5, "run %d: %+v", i, ref)
+		require.NotNil(t, ref.CaseWarmupEnd)
+		if i < 4 {
+			require.Less(t, *ref.CaseWarmupEnd, all.WarmupEnd-5, "run %d: its others are 3 warm and 1 flat: %+v", 10+i, ref)
+		} else {
+			require.InDelta(t, all.WarmupEnd, *ref.CaseWarmupEnd, 3, "the flat run's others are the 4 warm ones")
+		}
+	}
+	_, err = LeaveOneOutReferences(append(rs, RunSeries{Run: 99, Series: runs[0][:1000]}))
+	require.ErrorContains(t, err, "the consensus of the runs but run")
+}
+
+// TestJudgeCaseLeaveOneOut: JudgeCase gives each run of a case, by run
+// number, its judgement against the consensus of the case's other runs.
+func TestJudgeCaseLeaveOneOut(t *testing.T) {
+	t.Parallel()
+	runs := runsOf(5, 60, func(r int, t float64) float64 {
+		return waveAt(r, 0.05, 23)(t) * (1 + 2*math.Exp(-t/2))
+	})
+	outs := map[int]*RunOutput{}
+	var rs []RunSeries
+	for i, it := range runs {
+		for k := range it {
+			it[k].Regime = "warmup"
+			if it[k].Start >= 12 {
+				it[k].Regime = "steady"
+			}
+		}
+		n := []int{3, 4, 7, 8, 9}[i]
+		outs[n] = &RunOutput{Series: it, Dir: t.TempDir(), Run: &results.Run{Summary: &results.Summary{Scenarios: map[string]*results.Scenario{}}}}
+		rs = append(rs, RunSeries{Run: i, Series: it})
+	}
+	held, err := LeaveOneOutReferences(rs)
+	require.NoError(t, err)
+	_, figs, err := JudgeCase(Case{Name: "svc/open", Kind: KindWarmup}, outs)
+	require.NoError(t, err)
+	require.Len(t, figs, 5)
+	for i, f := range figs {
+		require.Equal(t, []int{3, 4, 7, 8, 9}[i], f.Run)
+		require.NotNil(t, f.LeaveOneOut, "run %d", f.Run)
+		require.Equal(t, held[i].Boundary, f.LeaveOneOut.Ref.Boundary, "run %d", f.Run)
+		require.Equal(t, "consensus of the 4 other runs", f.LeaveOneOut.Ref.Source)
+		require.NotNil(t, f.LeaveOneOut.Online.Coverage)
 	}
 }
 
-// TestJudgeHeldOut: the online checks of a run against a held-out
+// TestJudgeLeaveOneOut: the online checks of a run against a held-out
 // reference, and the table that sets them beside those against the
 // consensus of all the runs, naming the runs whose verdict differs.
-func TestJudgeHeldOut(t *testing.T) {
+func TestJudgeLeaveOneOut(t *testing.T) {
 	t.Parallel()
 	it := synth(1, 200, 60, func(float64) float64 { return 1 })
 	for i := range it {
@@ -205,17 +258,17 @@ func TestJudgeHeldOut(t *testing.T) {
 	f.Ref, f.Online = early, quality(it, early, steady)
 	f.Checks = checks(c, &f)
 	require.True(t, f.OnlineMet())
-	h := judgeHeldOut(c, f, late, quality(it, late, steady))
+	h := judgeLeaveOneOut(c, f, late, quality(it, late, steady))
 	require.Len(t, h.Failed, 1, "%v", h.Failed)
 	require.Contains(t, h.Failed[0], "contamination <= 2%")
-	require.InDelta(t, 4.0/50, *h.Online.Contamination, 0.01, "4 of the 50 steady seconds precede the held-out boundary")
-	f.HeldOut = h
+	require.InDelta(t, 4.0/50, *h.Online.Contamination, 0.01, "4 of the 50 steady seconds precede the leave-one-out boundary")
+	f.LeaveOneOut = h
 	same := f
 	same.Run = 2
-	same.HeldOut = judgeHeldOut(c, f, early, f.Online)
-	require.Empty(t, same.HeldOut.Failed)
+	same.LeaveOneOut = judgeLeaveOneOut(c, f, early, f.Online)
+	require.Empty(t, same.LeaveOneOut.Failed)
 	var b strings.Builder
-	WriteHeldOut(&b, Summarize([]Case{c}, []*Figures{&f, &same}))
-	require.Contains(t, b.String(), "| svc/open | 2 | 2/2 | 1/2 | 1 | 3.0 / 6.0 |")
+	WriteLeaveOneOut(&b, Summarize([]Case{c}, []*Figures{&f, &same}))
+	require.Contains(t, b.String(), "| svc/open | 2 of 2 | 2/2 | 1/2 | 1 | none | 3.0 / 6.0 |")
 	require.Contains(t, RunLine(&f), "against the other runs' consensus: warmup from 14 s, contamination 8.0%")
 }

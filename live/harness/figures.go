@@ -64,11 +64,11 @@ type Figures struct {
 	StepViolations int `json:"step_violations,omitempty"`
 
 	Checks []Check `json:"checks"`
-	// HeldOut is the run judged against the consensus of the case's other
-	// runs (nil with fewer than HeldOutMinRuns runs): its online checks
+	// LeaveOneOut is the run judged against the consensus of the case's other
+	// runs (nil with fewer than LeaveOneOutMinRuns runs): its online checks
 	// there, to tell a miss of the tags from one of the reference.
-	HeldOut *HeldOut `json:"held_out,omitempty"`
-	Dir     string   `json:"dir"`
+	LeaveOneOut *LeaveOneOut `json:"leave_one_out,omitempty"`
+	Dir         string       `json:"dir"`
 	// Replayed: the tags judged are not the run's own but a replay's
 	// (live -replay: "replay"; -loo-profile: "loo-profile" and the
 	// profile's path); Dir is still the recorded run's. Empty for a run's
@@ -76,8 +76,8 @@ type Figures struct {
 	Replayed string `json:"replayed,omitempty"`
 }
 
-// HeldOut is a run's online tags against a held-out reference.
-type HeldOut struct {
+// LeaveOneOut is a run's online tags against a leave-one-out reference.
+type LeaveOneOut struct {
 	Ref    Reference `json:"reference"`
 	Online Quality   `json:"online"`
 	// Failed lists the online checks (not the settled view's) the run
@@ -85,14 +85,14 @@ type HeldOut struct {
 	Failed []string `json:"failed"`
 }
 
-// judgeHeldOut judges g's online tags (online: their quality against ref)
-// against the held-out reference ref; g is a copy of the run's figures.
-func judgeHeldOut(c Case, g Figures, ref Reference, online Quality) *HeldOut {
+// judgeLeaveOneOut judges g's online tags (online: their quality against ref)
+// against the leave-one-out reference ref; g is a copy of the run's figures.
+func judgeLeaveOneOut(c Case, g Figures, ref Reference, online Quality) *LeaveOneOut {
 	g.Ref, g.Online = ref, online
 	if g.TTSS != nil && ref.Steady {
 		g.Online.TTSSError = ptr(*g.TTSS - ref.Boundary)
 	}
-	h := &HeldOut{Ref: ref, Online: g.Online, Failed: []string{}}
+	h := &LeaveOneOut{Ref: ref, Online: g.Online, Failed: []string{}}
 	for _, ch := range checks(c, &g) {
 		if !ch.OK && !strings.HasPrefix(ch.Name, "settled") {
 			h.Failed = append(h.Failed, ch.Name+" ("+ch.Got+")")
@@ -250,7 +250,10 @@ func JudgeVariants(variants []Case, outs []map[int]*RunOutput) (*Consensus, [][]
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", variants[0].Name, err)
 	}
-	held := HeldOutReferences(runs)
+	held, err := LeaveOneOutReferences(runs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", variants[0].Name, err)
+	}
 	figs := make([][]*Figures, len(variants))
 	order := make([]int, len(keys))
 	for i := range order {
@@ -266,7 +269,7 @@ func JudgeVariants(variants []Case, outs []map[int]*RunOutput) (*Consensus, [][]
 		f := JudgeWith(c, k.run, out, refs[i])
 		if ref, ok := held[i]; ok {
 			it := out.Series
-			f.HeldOut = judgeHeldOut(c, *f, ref, quality(it, ref, func(j int) bool { return it[j].Regime == "steady" }))
+			f.LeaveOneOut = judgeLeaveOneOut(c, *f, ref, quality(it, ref, func(j int) bool { return it[j].Regime == "steady" }))
 		}
 		figs[k.variant] = append(figs[k.variant], f)
 	}

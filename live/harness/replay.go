@@ -167,8 +167,8 @@ func ReplayFiguresWith(c Case, f *Figures, out *RunOutput, cfg detector.Config, 
 		}
 	}
 	g.Checks = checks(c, &g)
-	if f.HeldOut != nil {
-		g.HeldOut = judgeHeldOut(c, g, f.HeldOut.Ref, ReplayQuality(out.Series, f.HeldOut.Ref, rp))
+	if f.LeaveOneOut != nil {
+		g.LeaveOneOut = judgeLeaveOneOut(c, g, f.LeaveOneOut.Ref, ReplayQuality(out.Series, f.LeaveOneOut.Ref, rp))
 	}
 	return &g, nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -175,23 +176,25 @@ func WriteTable(w io.Writer, sums []*Summary) {
 	}
 }
 
-// WriteHeldOut writes, per case whose runs have held-out references, how
-// many runs met every online check against the consensus of all the runs
-// and against the consensus of the others, which runs' verdicts differ, and
-// how far the two references' boundaries lie apart: a miss (or a pass) that
-// holds against one reference only is the reference's as much as the tags'.
-func WriteHeldOut(w io.Writer, sums []*Summary) {
+// WriteLeaveOneOut writes, per case whose runs have leave-one-out
+// references, how many runs met every online check against the consensus
+// of all the runs and against the consensus of the others, which runs'
+// verdicts differ, which runs only one reference calls steady, and how far
+// the two references' boundaries lie apart: a miss (or a pass) that holds
+// against one reference only is the reference's as much as the tags'. It
+// reports whether it wrote anything.
+func WriteLeaveOneOut(w io.Writer, sums []*Summary) bool {
 	header := false
 	for _, s := range sums {
 		var met, heldMet, judged int
-		var differ []string
+		var differ, oneSteady []string
 		var shifts []float64
 		for _, f := range s.Runs {
-			if f.HeldOut == nil {
+			if f.LeaveOneOut == nil {
 				continue
 			}
 			judged++
-			a, b := f.OnlineMet(), len(f.HeldOut.Failed) == 0
+			a, b := f.OnlineMet(), len(f.LeaveOneOut.Failed) == 0
 			if a {
 				met++
 			}
@@ -199,30 +202,37 @@ func WriteHeldOut(w io.Writer, sums []*Summary) {
 				heldMet++
 			}
 			if a != b {
-				differ = append(differ, fmt.Sprintf("%d", f.Run))
+				differ = append(differ, strconv.Itoa(f.Run))
 			}
-			if f.Ref.Steady && f.HeldOut.Ref.Steady {
-				shifts = append(shifts, f.HeldOut.Ref.Boundary-f.Ref.Boundary)
+			switch {
+			case f.Ref.Steady && f.LeaveOneOut.Ref.Steady:
+				shifts = append(shifts, f.LeaveOneOut.Ref.Boundary-f.Ref.Boundary)
+			case f.Ref.Steady != f.LeaveOneOut.Ref.Steady:
+				oneSteady = append(oneSteady, strconv.Itoa(f.Run))
 			}
 		}
 		if judged == 0 {
 			continue
 		}
 		if !header {
-			fmt.Fprintln(w, "| case | runs | online checks met (consensus of all runs) | online checks met (consensus of the other runs) | runs whose verdict differs | boundary shift s (held-out - all; median / largest) |")
-			fmt.Fprintln(w, "|---|---|---|---|---|---|")
+			fmt.Fprintln(w, "| case | runs judged | online checks met (consensus of all runs) | online checks met (consensus of the other runs) | runs whose verdict differs | runs steady by one reference only | boundary shift s (leave-one-out - all; median / largest) |")
+			fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 			header = true
 		}
 		var st stat
 		for i := range shifts {
 			st.add(&shifts[i])
 		}
-		d := "none"
-		if len(differ) > 0 {
-			d = strings.Join(differ, ", ")
+		list := func(v []string) string {
+			if len(v) == 0 {
+				return "none"
+			}
+			return strings.Join(v, ", ")
 		}
-		fmt.Fprintf(w, "| %s | %d | %d/%d | %d/%d | %s | %s |\n", s.Case.Name, judged, met, judged, heldMet, judged, d, st.cell(1, 1, largestMagnitude))
+		fmt.Fprintf(w, "| %s | %d of %d | %d/%d | %d/%d | %s | %s | %s |\n", s.Case.Name, judged, len(s.Runs), met, judged, heldMet, judged,
+			list(differ), list(oneSteady), st.cell(1, 1, largestMagnitude))
 	}
+	return header
 }
 
 // RunLine is one line per run for the progress log.
@@ -242,10 +252,10 @@ func RunLine(f *Figures) string {
 		dropped = fmt.Sprintf(" (%d iterations dropped: no free VU)", f.Dropped)
 	}
 	held := ""
-	if h := f.HeldOut; h != nil {
+	if h := f.LeaveOneOut; h != nil {
 		verdict := "online checks met"
 		if len(h.Failed) > 0 {
-			verdict = "FAILED: " + strings.Join(h.Failed, ", ")
+			verdict = "would miss: " + strings.Join(h.Failed, ", ")
 		}
 		held = fmt.Sprintf("; against the other runs' consensus: %s from %.0f s, contamination %s, coverage %s, p99 %s -> %s",
 			h.Ref.Class, h.Ref.Boundary, fmtPct(h.Online.Contamination), fmtPct(h.Online.Coverage), fmtPct(h.Online.P99Distortion), verdict)

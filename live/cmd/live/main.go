@@ -309,8 +309,9 @@ func tables(cases []harness.Case, figs []*harness.Figures) int {
 	sums := harness.Summarize(cases, figs)
 	harness.WriteTable(os.Stdout, sums)
 	fmt.Println()
-	harness.WriteHeldOut(os.Stdout, sums)
-	fmt.Println()
+	if harness.WriteLeaveOneOut(os.Stdout, sums) {
+		fmt.Println()
+	}
 	harness.WriteSettledTable(os.Stdout, sums)
 	status := 0
 	for _, s := range sums {
