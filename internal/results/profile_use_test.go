@@ -15,17 +15,27 @@ import (
 // settled steady p50 is 5.0-5.4 ms and p99 20-24 ms.
 func fiveRunProfile(t *testing.T) *Profile {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(1, 2))
+	p, _ := fiveRunProfileOf(t, 1, func(i int) (float64, float64) { return 5 + 0.1*float64(i), 20 + float64(i) })
+	return p
+}
+
+// fiveRunProfileOf is the profile of five runs like TestBuildProfile's
+// (random phases from seed) whose i-th run's settled steady p50 and p99 are
+// stats(i), and the runs.
+func fiveRunProfileOf(t *testing.T, seed uint64, stats func(i int) (p50, p99 float64)) (*Profile, []ProfileInput) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed+1))
 	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
 	var in []ProfileInput
 	for i, w := range []float64{8, 9, 10, 11, 12} {
 		r := profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 60, w, 0.1)
-		r.Summary.Scenarios["load"].Settled.Stats = &SettledStats{Count: 5000, P50Ms: 5 + 0.1*float64(i), P99Ms: 20 + float64(i)}
+		p50, p99 := stats(i)
+		r.Summary.Scenarios["load"].Settled.Stats = &SettledStats{Count: 5000, P50Ms: p50, P99Ms: p99}
 		in = append(in, r)
 	}
 	p, err := BuildProfile(in, ProfileOptions{})
 	require.NoError(t, err)
-	return p
+	return p, in
 }
 
 func writeProfile(t *testing.T, v any) string {
@@ -193,16 +203,7 @@ func TestProfileChecks(t *testing.T) {
 // put its run beyond the profile's runs (e2e TestProfileGates failed so).
 func TestProfileOwnRunsWithinWrittenProfile(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(3, 4))
-	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
-	var in []ProfileInput
-	for i, w := range []float64{8, 9, 10, 11, 12} {
-		r := profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 60, w, 0.1)
-		r.Summary.Scenarios["load"].Settled.Stats = &SettledStats{Count: 5000, P50Ms: 5.00049 + 0.1*float64(i), P99Ms: 20.00049 - 0.5*float64(i)}
-		in = append(in, r)
-	}
-	p, err := BuildProfile(in, ProfileOptions{})
-	require.NoError(t, err)
+	p, in := fiveRunProfileOf(t, 3, func(i int) (float64, float64) { return 5.00049 + 0.1*float64(i), 20.00049 - 0.5*float64(i) })
 	sc := p.Scope("load", "")
 	require.InDelta(t, 5.40049, sc.SteadyP50.Max, 1e-9)
 	back, err := LoadProfile(writeProfile(t, p.Rounded()))
