@@ -73,7 +73,7 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 	}
 	s.End = mergeEnds(runs, names)
 	// a schema-1 folder's last new connection may count from the run's
-	// first request (written before 2026-11-27 17:00 UTC), a schema-2
+	// first request (written before d609a47, 2026-11-27 about 16:20 UTC), a schema-2
 	// one's counts from its phase's: their largest may mean neither, so
 	// the merged folder leaves it null and says why
 	var old []string
