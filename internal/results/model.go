@@ -30,7 +30,8 @@ const SchemaVersion = 2
 const OldestSchemaVersion = 1
 
 // SchemaChanges says what changed in version v (from v-1): what compare,
-// history, profile and merge warn about when their folders mix versions.
+// history and profile warn about when their folders mix versions (merge
+// writes a warning of its own, schemaOneMergeWarning).
 var SchemaChanges = map[int]string{
 	2: "schema-1 folders written by a version before commit d609a47 (2026-11-27, about 16:20 UTC) count the connection-pool " +
 		"cold start's last new connection from the run's first request (schema 2: from its phase's) and, before 3d431b0 " +

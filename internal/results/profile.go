@@ -652,8 +652,8 @@ func round4(v float64) float64 {
 // bound it is: up for an upper bound (up true), down for a lower one. A
 // bound rounded to nearest can fall inside the value it bounds: the largest
 // steady p50 of a profile's runs, 21.5049 ms, written as 21.50, put that
-// run "beyond the profile's runs" (the CI mimic of 815d613, e2e
-// TestProfileGates).
+// run "beyond the profile's runs" (e2e TestProfileGates, run locally on
+// 815d613).
 func round4Out(v float64, up bool) float64 {
 	r := round4(v)
 	if r == v || math.IsNaN(v) || math.IsInf(v, 0) {
