@@ -46,7 +46,7 @@ func Example_service() {
 	// Output:
 	// cold -> warmup (cold_end) decided at 0 s, from 0 s
 	// warmup -> steady (steady) decided at 9 s, from 0 s
-	// steady -> warmup (relapse) decided at 17 s, from 8 s
+	// steady -> warmup (relapse) decided at 17 s, from 10 s
 	// warmup -> steady (steady) decided at 29 s, from 10 s
 	// class: warmup relapses: 1
 	// tagged cold, warmup, steady: 5 4216 7779

@@ -170,6 +170,51 @@ func TestServiceWaveIsNoRelapse(t *testing.T) {
 	}
 }
 
+// TestServiceSpellIsNoRelapse: in steady state the level rises by 90% for
+// 8 s and comes back, a spell such as settled services on shared cores
+// have (2-8 s on the live harness's recorded runs): no relapse, where the
+// preset relapsed at relapse_windows 5.
+func TestServiceSpellIsNoRelapse(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		res := stream{rate: 500, secs: 70, level: func(t float64) float64 {
+			if t >= 30 && t < 38 {
+				return 1.9
+			}
+			return 1
+		}}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		require.Equal(t, Steady, res.snap.Regime, name)
+		require.Empty(t, res.snap.Relapses, name)
+		require.Equal(t, Flat, res.snap.Class, name)
+	}
+}
+
+// TestServiceFarShiftRelapsesSooner: a level that triples for good is a
+// relapse after relapseSpan closes, one that grows by 60% after
+// relapse_windows; both with the boundary at the shift.
+func TestServiceFarShiftRelapsesSooner(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		at := map[float64]float64{}
+		for _, to := range []float64{3, 1.6} {
+			res := stream{rate: 500, secs: 70, level: func(t float64) float64 {
+				if t >= 30 {
+					return to
+				}
+				return 1
+			}}.run(t, seed, ServiceConfig())
+			name := fmt.Sprintf("seed %d, x%.1f", seed, to)
+			require.Len(t, res.snap.Relapses, 1, name)
+			rl := res.snap.Relapses[0]
+			require.InDelta(t, 30, float64(rl.Boundary.Time)/1e9, 1, name)
+			at[to] = float64(rl.At.Time) / 1e9
+		}
+		require.Less(t, at[3], 39.0, "seed %d", seed)
+		require.GreaterOrEqual(t, at[1.6]-at[3], float64(ServiceConfig().RelapseWindows-relapseSpan), "seed %d", seed)
+	}
+}
+
 // TestServiceLastingShift: the level doubles at 40 s for good: one
 // relapse, with its boundary near the shift, and steady again at the new
 // level (a slowdown).
