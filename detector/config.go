@@ -161,18 +161,20 @@ type Config struct {
 	// the relapse rule, not here.
 	TailTrendTolerance float64 `json:"tail_trend_tolerance"`
 	// RelapseTolerance (service method): steady state is lost when the
-	// median of the last relapse_windows windows lies this far (relative)
-	// from the steady segment's level, or the median of the segment's second
-	// half this far from that of its first half, for relapse_windows window
+	// median of the newest 5 windows (at most relapse_windows) lies this far
+	// (relative) from the steady segment's level, or the median of the
+	// segment's second half this far from that of its first half, for
+	// relapse_windows window closes in a row, or twice this far for 5
 	// closes in a row. The band is slower by more than this share, or faster
 	// by more than twice it on a log scale (0.5: 50% slower, or a factor
-	// 2.25 faster).
+	// 2.25 faster; twice it: 2.25 times slower, 5 times faster).
 	RelapseTolerance float64 `json:"relapse_tolerance"`
 	// SearchWindows (service method) is how far back, in windows, a steady
 	// segment is sought at each window close (bounds the work per window).
 	SearchWindows int `json:"search_windows"`
 	// RelapseWindows is how many windows a level shift must persist before a
-	// relapse (steady -> warmup) is reported.
+	// relapse (steady -> warmup) is reported (service method: window closes
+	// in a row beyond relapse_tolerance).
 	RelapseWindows int `json:"relapse_windows"`
 
 	// A prior (service method): what earlier runs of the same load learnt

@@ -671,11 +671,12 @@ func (d *Detector) svcSteady(w winSum) bool {
 // change point of the log window medians of the steady state's last 4r
 // windows (from lo on), the split that maximises the between-halves sum of
 // squares (a single mean shift, least squares: the CUSUM estimate; Hinkley
-// 1970), with at least r/2 windows after it. The shift began between r/2
-// and 2r windows ago (the median of the last r windows is beyond the band
-// once half of them are shifted, r closes in a row before the decision);
-// the rule it replaces put it 2r-1 windows back, 1.5-4 s before a step at
-// r = 5 and up to 10 s at r = 10. Reads and overwrites d.svc.y.
+// 1970), with at least r/2 windows after it. The median of the newest
+// relapseSpan windows lies beyond the band once about half of them are
+// shifted, and r closes in a row (relapseSpan when beyond twice the band)
+// come before the decision: the shift began about r+3 windows ago (8 for a
+// far shift). The rule it replaces put it 2r-1 windows back, 1.5-4 s
+// before a step at r = 5 and 4-6 s at r = 10. Reads and overwrites d.svc.y.
 func (d *Detector) shiftStart(lo, r int) int {
 	a := max(lo, len(d.ring)-4*r)
 	d.logs(a, false)
@@ -689,7 +690,7 @@ func (d *Detector) shiftStart(lo, r int) int {
 	for _, v := range y {
 		total += v
 	}
-	best, at, sum := -1.0, max(0, n-2*r+1), 0.0
+	best, at, sum := -1.0, 0, 0.0
 	for k := 1; k <= n-after; k++ {
 		sum += y[k-1]
 		m1, m2 := sum/float64(k), (total-sum)/float64(n-k)
@@ -701,12 +702,12 @@ func (d *Detector) shiftStart(lo, r int) int {
 }
 
 // svcResume resumes the steady state the last relapse ended when the level
-// came back: the median of the last relapse_windows windows within the
-// level band of that steady level at relapse_windows closes in a row (an
-// excursion, such as a wave of the machine longer than the relapse took,
-// is reported as a relapse, its iterations not steady, but it does not
-// restart the steady state). The resumed state keeps its start and the
-// time it was first declared.
+// came back: the median of the newest relapseSpan windows within the level
+// band of that steady level at relapseSpan closes in a row (an excursion,
+// such as a wave of the machine longer than the relapse took, is reported
+// as a relapse, its iterations not steady, but it does not restart the
+// steady state). The resumed state keeps its start and the time it was
+// first declared.
 func (d *Detector) svcResume() bool {
 	r := min(d.cfg.RelapseWindows, relapseSpan)
 	lo := max(d.firstAfter(d.floor.Index), len(d.ring)-r)
