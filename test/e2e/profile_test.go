@@ -21,10 +21,12 @@ func TestMain(m *testing.M) {
 }
 
 // profileScript is historyScript with the thresholds of profiled(): TTSS
-// at most 50% later than the profile's p90, steady p50 at most 10% above
+// at most 75% later than the profile's p90, steady p50 at most 10% above
 // the profile's median; the profile comes from K6_REGIME_PROFILE. (The
-// settled TTSS lies on blocks of a second: 2 s for the profile's runs and
-// a run like them, 4 s for a warm-up twice as long: see historyStep.)
+// settled TTSS lies on blocks of a second: 2 s for the profile's runs, 2 s
+// for a run like them, or 3 s when the block after the step is still
+// judged warm on a busy machine (x1.5: a CI mimic of 2026-11-28 failed
+// there at 50%), 4 s for a warm-up twice as long (x2.0): see historyStep.)
 const profileScript = `
 import http from 'k6/http';
 import regime from 'k6/x/regime';
@@ -33,7 +35,7 @@ export const options = {
   scenarios: { load: { executor: 'constant-arrival-rate', rate: 100, timeUnit: '1s', duration: __ENV.DUR,
     preAllocatedVUs: 10, maxVUs: 60 } },
 };
-options.thresholds = profiled({ ttss: 0.5, p50: 0.1 }, { scenarios: options.scenarios, scenarioNames: ['load'] });
+options.thresholds = profiled({ ttss: 0.75, p50: 0.1 }, { scenarios: options.scenarios, scenarioNames: ['load'] });
 regime.configure(options, { detector: { window_min_duration: '250ms' } });
 export default function () { http.get('http://' + __ENV.ADDR + '/work'); }
 export function handleSummary() {
