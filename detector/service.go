@@ -93,6 +93,10 @@ type svcState struct {
 	// prevDeclared is when the steady state a relapse ended was declared
 	// (a resumed steady state keeps it).
 	prevDeclared Point
+	// exFrom, exTo: the observation indexes of the last excursion a
+	// resumed steady state came back from (exTo 0: none); its windows are
+	// no part of that steady state's level (steadyLogs)
+	exFrom, exTo int64
 	// scratch, sized once
 	y, u, w, sm, sorted, tmp []float64
 	// wsig: the window-to-window noise of the log shares in w
@@ -281,7 +285,8 @@ func (d *Detector) svcWarmup() bool {
 	}
 	var mon [3]monitor
 	mon[statMedian] = monitor{on: true, level: math.Exp(g.level)}
-	d.svc.over, d.svc.far = 0, 0
+	d.svc.over, d.svc.far, d.svc.back = 0, 0, 0
+	d.svc.exFrom, d.svc.exTo = 0, 0
 	d.enterSteady(start, mon, start.Index)
 	return true
 }
@@ -626,7 +631,7 @@ const relapseSpan = 5
 // the window lies within the relapse band.
 func (d *Detector) svcSteady(w winSum) bool {
 	lo := d.firstAfter(d.steady.start.Index)
-	d.logs(lo, false)
+	d.steadyLogs(lo)
 	y := d.svc.y
 	n := len(y)
 	if n == 0 {
@@ -635,12 +640,15 @@ func (d *Detector) svcSteady(w winSum) bool {
 	r := d.cfg.RelapseWindows
 	level := d.medianOf(y)
 	band := math.Log1p(d.cfg.RelapseTolerance)
+	span := min(r, relapseSpan)
+	if d.steady.hasPrev && d.svcExcursionEnds(w, lo, level, d.medianOf(y[max(0, n-span):]), span) {
+		return true
+	}
 	// slower by more than the band, or faster by more than twice it (a
 	// settled service's level switches by up to a factor 1.8 on shared
 	// cores, both ways; a slowdown matters to a gate, an improvement of
 	// that size does not, a plateau left for good does)
 	beyond := func(shift float64) bool { return shift > band || shift < -2*band }
-	span := min(r, relapseSpan)
 	shift := d.medianOf(y[max(0, n-span):]) - level
 	out := beyond(shift)
 	if h := n / 2; n >= 2*r && beyond(d.medianOf(y[n-h:])-d.medianOf(y[:h])) {
@@ -723,12 +731,73 @@ func (d *Detector) svcResume() bool {
 	if d.svc.back++; d.svc.back < r {
 		return false
 	}
+	from := d.steady.relapseShiftAt
+	end := d.ring[d.shiftStart(d.firstAfter(from.Index), r)].first
+	d.resumePrev(from, end)
+	return true
+}
+
+// resumePrev resumes the steady state the last relapse ended; the
+// excursion from..end is no part of its level.
+func (d *Detector) resumePrev(from, end Point) {
 	d.class = d.steady.prevClass
 	d.svc.over, d.svc.far, d.svc.back = 0, 0, 0
 	d.enterSteady(d.steady.prevStart, d.steady.prev, d.steady.prevStart.Index)
 	d.steady.declaredAt = d.svc.prevDeclared
 	d.steady.hasPrev = false
+	d.svc.exFrom, d.svc.exTo = from.Index, max(end.Index, from.Index)
+}
+
+// svcExcursionEnds ends a steady state declared during an excursion when
+// the level comes back to the steady state the excursion interrupted: the
+// current steady level (log, level) lies outside the level band of that
+// steady state, and the median of the newest span windows (recent) within
+// it at span closes in a row. Seen live (the demo on PostgreSQL, b50 run 4):
+// the level went from 1.9 to 3-5 ms for 27 s, long enough for a relapse and
+// a steady state of its own, then came back; 1.6 times faster lay within
+// that steady state's relapse band, so it held, and the gate judged a steady
+// state that started in the excursion. The excursion's steady state is
+// lost (a relapse, its boundary where the level came back) and the one it
+// interrupted resumes, with its start and the time it was first declared.
+func (d *Detector) svcExcursionEnds(w winSum, lo int, level, recent float64, span int) bool {
+	prev := d.steady.prev[statMedian].level
+	if prev <= 0 {
+		return false
+	}
+	p, mb := math.Log(prev), math.Log1p(d.cfg.MedianTolerance)
+	if math.Abs(level-p) <= mb || math.Abs(recent-p) > mb {
+		d.svc.back = 0
+		return false
+	}
+	if d.svc.back++; d.svc.back < span {
+		return false
+	}
+	from := d.steady.relapseShiftAt
+	end := d.ring[d.shiftStart(lo, span)].first
+	mon, start, class := d.steady.prev, d.steady.prevStart, d.steady.prevClass
+	d.relapse(w, end, end, false)
+	d.steady.prev, d.steady.prevStart, d.steady.prevClass = mon, start, class
+	d.resumePrev(from, end)
 	return true
+}
+
+// steadyLogs fills d.svc.y with the log medians of ring[from..] but those
+// of the windows that lie inside the last excursion a resumed steady state
+// came back from (exFrom..exTo).
+func (d *Detector) steadyLogs(from int) {
+	s := &d.svc
+	s.y = s.y[:0]
+	for j := from; j < len(d.ring); j++ {
+		if !d.inExcursion(&d.ring[j]) {
+			s.y = append(s.y, math.Log(d.ring[j].med))
+		}
+	}
+}
+
+// inExcursion reports whether window w lies inside the last excursion a
+// resumed steady state came back from.
+func (d *Detector) inExcursion(w *winSum) bool {
+	return d.svc.exTo > 0 && w.first.Index >= d.svc.exFrom && w.last.Index < d.svc.exTo
 }
 
 // driftTau is how monotone a steady state's window medians must be, by
@@ -762,24 +831,26 @@ func (d *Detector) Drift() (change float64, held, ok bool) {
 	if lo < len(d.ring) && d.ring[lo].first.Index < d.steady.start.Index {
 		lo++
 	}
-	n := len(d.ring) - lo
+	// the windows of an excursion it came back from are no part of it
+	w := d.scratch[:0]
+	for j := lo; j < len(d.ring); j++ {
+		if !d.inExcursion(&d.ring[j]) {
+			w = append(w, d.ring[j].med)
+		}
+	}
+	n := len(w)
 	if n < d.cfg.StableWindows {
 		return 0, false, false
 	}
-	w := d.ring[lo:]
 	third := func(k int) float64 {
-		v := make([]float64, 0, n/3+1)
-		for _, x := range w[k*n/3 : (k+1)*n/3] {
-			v = append(v, x.med)
-		}
-		return median(v)
+		return d.medianOf(w[k*n/3 : (k+1)*n/3])
 	}
 	m1, m3 := third(0), third(2)
 	if m1 <= 0 || m3 <= 0 {
 		return 0, true, true
 	}
 	change = m3/m1 - 1
-	d.logs(lo, false) // logs keep the order of the medians: the same tau
+	d.steadyLogs(lo) // logs keep the order of the medians: the same tau
 	tau := kendallTau(d.svc.y)
 	moved := math.Abs(math.Log(m3/m1)) > math.Log1p(d.cfg.MedianTolerance)
 	return change, !(moved && math.Abs(tau) >= driftTau), true

@@ -294,6 +294,40 @@ func TestServiceExcursionResumes(t *testing.T) {
 // times faster for 20 s and back (what a settled HotSpot or Node server
 // does on shared cores) is no relapse; a plateau left for a level 4 times
 // faster for good is one.
+// An excursion long enough for a steady state of its own (the demo on
+// PostgreSQL, b50 run 4: 1.9 ms, then 3-5 ms for 27 s, then 1.9 ms again):
+// when the level comes back, the excursion's steady state is lost and the
+// one it interrupted resumes, with its start and its first declaration;
+// the excursion's windows are no part of its level (no drift).
+func TestServiceLongExcursionResumes(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 4; seed++ {
+		res := stream{rate: 500, secs: 100, level: func(t float64) float64 {
+			if t >= 40 && t < 70 {
+				return 1.8
+			}
+			return 1
+		}}.run(t, seed, ServiceConfig())
+		name := fmt.Sprintf("seed %d", seed)
+		require.Len(t, res.snap.Relapses, 2, name)
+		back := res.snap.Relapses[1]
+		require.InDelta(t, 70, float64(back.Boundary.Time)/1e9, 1.5, name)
+		require.InDelta(t, 1.8, back.From, 0.15, name)
+		require.Equal(t, Steady, res.snap.Regime, name)
+		require.Less(t, float64(res.snap.SteadyStart.Time)/1e9, 1.0, name)
+		require.InDelta(t, 9.5, float64(res.snap.DeclaredAt.Time)/1e9, 0.6, name)
+		// the excursion had a steady state of its own before it ended
+		steadies := 0
+		for _, tr := range res.transitions {
+			if tr.Kind == KindSteady {
+				steadies++
+			}
+		}
+		require.Equal(t, 3, steadies, name)
+		require.Less(t, res.times[len(res.times)-1], 80.0, name)
+	}
+}
+
 func TestServiceImprovementIsNoRelapse(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= 4; seed++ {
