@@ -71,7 +71,12 @@ import (
 //     but when the level comes back within the level band of the lost
 //     steady state for relapseSpan closes in a row, that steady state
 //     resumes (an excursion: reported, its iterations not steady, the
-//     steady state not restarted).
+//     steady state not restarted). An excursion long enough for a steady
+//     state of its own ends the same way: when that state's level lies
+//     outside the level band of the one it interrupted and the level
+//     comes back within it for relapseSpan closes, the excursion's steady
+//     state is lost and the one before resumes (svcExcursionEnds). The
+//     excursion's windows are no part of the resumed level (steadyLogs).
 //
 // Per window close the work is O(search_windows^2) at worst (the walk-back
 // keeps a sorted copy of the segment), and up to O(search_windows^3) when
