@@ -495,3 +495,25 @@ func TestSettleColdFirstSecond(t *testing.T) {
 	require.GreaterOrEqual(t, near, 36, "seeds whose steady state starts within 3 s")
 	require.GreaterOrEqual(t, flat, 31, "seeds without a cold start judged flat from 0 s")
 }
+
+// A service that improves steadily by half over 20 s, then holds: the
+// online preset declares its first level at 9 s and the ramp stays in that
+// steady state (docs/tag-quality.md, "A relapse on a continued
+// improvement"); the settled view, with the whole run, calls it a warm-up
+// that ends where the ramp enters the level band.
+func TestSettleSlowRamp(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		tb := newTB(t)
+		record(tb, 60, 500, func(x float64) float64 {
+			if x < 20 {
+				return 0.3 * (2 - x/20)
+			}
+			return 0.3
+		}, seed)
+		s := Settle(tb, DefaultSettleConfig())
+		require.True(t, s.Steady, s.Reason)
+		require.Equal(t, ClassWarmup, s.Class, "seed %d", seed)
+		require.GreaterOrEqual(t, s.Boundary.Time, int64(13e9), "seed %d", seed)
+		require.LessOrEqual(t, s.Boundary.Time, int64(20e9), "seed %d", seed)
+	}
+}
