@@ -207,8 +207,9 @@ type Config struct {
 	// SigDigits is the HDR histogram precision of the windows.
 	SigDigits int `json:"sig_digits"`
 	// DynamicRange: windows track values from first/DynamicRange to
-	// first*DynamicRange, where first is the first observation; values
-	// outside are clamped and counted in OutOfRange.
+	// first*DynamicRange with sig_digits precision, where first is the first
+	// observation; values down to first/(100*DynamicRange) are counted more
+	// coarsely, values outside are clamped and counted in OutOfRange.
 	DynamicRange float64 `json:"dynamic_range"`
 
 	// DropTrace: do not keep the bounded trace of the series that

@@ -124,12 +124,25 @@ type steadyState struct {
 	lastFrom       float64 // the level the latest relapse left
 }
 
+// scaleFloor is how many histogram units first/DynamicRange maps to: an HDR
+// histogram of sig_digits 2 counts values below 256 units one unit apart,
+// so a value of 10 units is known to 10% only. When the first observation
+// mapped to DynamicRange units, a first request 1,000 times slower than
+// the steady ones (a connection pool or a lazy initialisation on the first
+// request) left the steady medians at about 10 units: on a flat service at
+// 0.5 ms after a 500-ms first request, every window median came out the
+// same value, and after a 2-s one 20% off. With first/DynamicRange at 100
+// units, values from first/DynamicRange to first*DynamicRange keep their
+// sig_digits precision (values down to first/(100*DynamicRange) are still
+// counted, more coarsely); the histogram grows by log2(100) buckets.
+const scaleFloor = 100
+
 // New returns a Detector for cfg, or the joined Validate errors.
 func New(cfg Config) (*Detector, error) {
 	if errs := cfg.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid detector config: %w", errors.Join(errs...))
 	}
-	hiX := cfg.DynamicRange * cfg.DynamicRange
+	hiX := scaleFloor * cfg.DynamicRange * cfg.DynamicRange
 	h, err := newHistogram(hiX, cfg.SigDigits)
 	if err != nil {
 		return nil, err
@@ -188,9 +201,10 @@ func (d *Detector) Observe(t int64, v float64) Regime {
 		return r
 	}
 	if d.scale == 0 {
-		// Scale from the first observation: it maps to DynamicRange units,
-		// giving sig_digits precision from first/DynamicRange*100 upward.
-		d.scale = d.cfg.DynamicRange / v
+		// Scale from the first observation: it maps to scaleFloor *
+		// DynamicRange units, so that values down to first/DynamicRange
+		// keep sig_digits precision (see scaleFloor).
+		d.scale = scaleFloor * d.cfg.DynamicRange / v
 		// the cold tail starts at the first valid observation: invalid
 		// ones before it (a service not up yet) are neither its end nor
 		// part of its length (cold_max)

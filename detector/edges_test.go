@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Edge inputs found by a review (2026-11-27): each test fails on the code
@@ -141,5 +143,33 @@ func TestTimeBucketsLateIsRelative(t *testing.T) {
 	}
 	if tb.Late() != 0 || tb.N() != 420 {
 		t.Errorf("three days of records every 10 minutes from 2 h: %d late of %d", tb.Late(), tb.N())
+	}
+}
+
+// A first request far slower than the rest (a connection pool or a lazy
+// initialisation on the first request) must not coarsen the windows: with
+// the first observation mapped to dynamic_range units, a first request
+// 1,000 times slower left every window median of a flat 0.5-ms service at
+// one value, and 8,000 times slower 20% off with a quarter of the
+// observations out of range.
+func TestSlowFirstObservationKeepsPrecision(t *testing.T) {
+	for _, first := range []float64{0.5, 500, 4000} {
+		var meds []float64
+		cfg := ServiceConfig()
+		cfg.OnWindow = func(w Window) { meds = append(meds, w.Median) }
+		d, err := New(cfg)
+		require.NoError(t, err)
+		r := rand.New(rand.NewPCG(1, 2))
+		d.Observe(0, first)
+		for i := 1; i < 500*30; i++ {
+			d.Observe(int64(i)*2e6, 0.5*math.Exp(0.3*r.NormFloat64()))
+		}
+		require.Zero(t, d.Snapshot().OutOfRange, "first %v", first)
+		distinct := map[float64]bool{}
+		for _, m := range meds[1:] {
+			require.InEpsilon(t, 0.5, m, 0.06, "first %v", first)
+			distinct[m] = true
+		}
+		require.Greater(t, len(distinct), 5, "first %v: window medians %v", first, meds)
 	}
 }

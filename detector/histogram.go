@@ -8,8 +8,8 @@ import (
 )
 
 // histogram is the detector's window histogram: HDR counts of the
-// detector's scaled observations (x = value * scale, unit 1, so that a
-// window's first observations land DynamicRange units up whatever the
+// detector's scaled observations (x = value * scale, unit 1, so that the
+// first observation lands scaleFloor*DynamicRange units up whatever the
 // series' unit). Latencies in the run engine and the results folder are
 // internal/latency's Histogram, not this.
 //

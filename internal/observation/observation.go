@@ -12,8 +12,9 @@ import (
 	"math"
 )
 
-// Min is the smallest usable value: the detector's scale (dynamic_range /
-// first value, dynamic_range up to 1e6) stays finite above it.
+// Min is the smallest usable value: the detector's scale (100 *
+// dynamic_range / first value, dynamic_range up to 1e6) stays finite above
+// it.
 const Min = 1e-300
 
 // MaxTimeNs is the largest timestamp, in nanoseconds, that fits the
