@@ -73,10 +73,11 @@ import (
 //     resumes (an excursion: reported, its iterations not steady, the
 //     steady state not restarted). An excursion long enough for a steady
 //     state of its own ends the same way: when that state's level lies
-//     outside the level band of the one it interrupted and the level
-//     comes back within it for relapseSpan closes, the excursion's steady
-//     state is lost and the one before resumes (svcExcursionEnds). The
-//     excursion's windows are no part of the resumed level (steadyLogs).
+//     above the level band of the one it interrupted (a slower excursion)
+//     and the level comes back within it for relapseSpan closes, the
+//     excursion's steady state is lost and the one before resumes
+//     (svcExcursionEnds). The excursions' windows (the last
+//     maxExcursions) are no part of the resumed level (steadyLogs).
 //
 // Per window close the work is O(search_windows^2) at worst (the walk-back
 // keeps a sorted copy of the segment), and up to O(search_windows^3) when
@@ -98,10 +99,11 @@ type svcState struct {
 	// prevDeclared is when the steady state a relapse ended was declared
 	// (a resumed steady state keeps it).
 	prevDeclared Point
-	// exFrom, exTo: the observation indexes of the last excursion a
-	// resumed steady state came back from (exTo 0: none); its windows are
-	// no part of that steady state's level (steadyLogs)
-	exFrom, exTo int64
+	// ex: the excursions (observation indexes from, to) the steady state
+	// came back from, the latest maxExcursions; their windows are no part
+	// of its level (steadyLogs). Cleared when a steady state is declared.
+	ex  [maxExcursions][2]int64
+	nEx int
 	// scratch, sized once
 	y, u, w, sm, sorted, tmp []float64
 	// wsig: the window-to-window noise of the log shares in w
@@ -291,7 +293,7 @@ func (d *Detector) svcWarmup() bool {
 	var mon [3]monitor
 	mon[statMedian] = monitor{on: true, level: math.Exp(g.level)}
 	d.svc.over, d.svc.far, d.svc.back = 0, 0, 0
-	d.svc.exFrom, d.svc.exTo = 0, 0
+	d.svc.nEx = 0
 	d.enterSteady(start, mon, start.Index)
 	return true
 }
@@ -672,7 +674,9 @@ func (d *Detector) svcSteady(w winSum) bool {
 	if d.svc.over < r && d.svc.far < span {
 		return false
 	}
-	b := d.ring[d.shiftStart(lo, r)].first
+	// the shift began after the latest excursion the steady state came
+	// back from, whose windows would pull the change point back to its end
+	b := d.ring[d.shiftStart(d.afterExcursions(lo, r), r)].first
 	d.svc.prevDeclared = d.steady.declaredAt
 	d.relapse(w, b, b, true)
 	d.svc.minSeq = d.seq + d.cfg.SettleWindows
@@ -750,14 +754,37 @@ func (d *Detector) resumePrev(from, end Point) {
 	d.enterSteady(d.steady.prevStart, d.steady.prev, d.steady.prevStart.Index)
 	d.steady.declaredAt = d.svc.prevDeclared
 	d.steady.hasPrev = false
-	d.svc.exFrom, d.svc.exTo = from.Index, max(end.Index, from.Index)
+	if d.svc.nEx == maxExcursions {
+		// the oldest excursion's windows count again
+		copy(d.svc.ex[:], d.svc.ex[1:])
+		d.svc.nEx--
+	}
+	d.svc.ex[d.svc.nEx] = [2]int64{from.Index, max(end.Index, from.Index)}
+	d.svc.nEx++
+}
+
+// maxExcursions is how many excursions a steady state keeps out of its
+// level (svcState.ex).
+const maxExcursions = 4
+
+// afterExcursions returns the first ring window after the latest excursion
+// the steady state came back from, or lo when that leaves fewer than keep
+// windows (or there is none).
+func (d *Detector) afterExcursions(lo, keep int) int {
+	if d.svc.nEx == 0 {
+		return lo
+	}
+	if a := d.firstAfter(d.svc.ex[d.svc.nEx-1][1]); a > lo && len(d.ring)-a >= keep {
+		return a
+	}
+	return lo
 }
 
 // svcExcursionEnds ends a steady state declared during an excursion when
 // the level comes back to the steady state the excursion interrupted: the
-// current steady level (log, level) lies outside the level band of that
-// steady state, and the median of the newest span windows (recent) within
-// it at span closes in a row. Seen live (the demo on PostgreSQL, b50 run 4):
+// current steady level (log, level) lies above the level band of that
+// steady state (a slower excursion), and the median of the newest span
+// windows (recent) within it at span closes in a row. Seen live (the demo on PostgreSQL, b50 run 4):
 // the level went from 1.9 to 3-5 ms for 27 s, long enough for a relapse and
 // a steady state of its own, then came back; 1.6 times faster lay within
 // that steady state's relapse band, so it held, and the gate judged a steady
@@ -770,7 +797,10 @@ func (d *Detector) svcExcursionEnds(w winSum, lo int, level, recent float64, spa
 		return false
 	}
 	p, mb := math.Log(prev), math.Log1p(d.cfg.MedianTolerance)
-	if math.Abs(level-p) <= mb || math.Abs(recent-p) > mb {
+	// only a slower excursion: a level faster than the one it left that
+	// settled is the service's level now (a cold plateau left for good),
+	// and a return to the slower one is a slowdown
+	if level-p <= mb || math.Abs(recent-p) > mb {
 		d.svc.back = 0
 		return false
 	}
@@ -788,7 +818,7 @@ func (d *Detector) svcExcursionEnds(w winSum, lo int, level, recent float64, spa
 
 // steadyLogs fills d.svc.y with the log medians of ring[from..] but those
 // of the windows that lie inside the last excursion a resumed steady state
-// came back from (exFrom..exTo).
+// came back from (svcState.ex).
 func (d *Detector) steadyLogs(from int) {
 	s := &d.svc
 	s.y = s.y[:0]
@@ -799,10 +829,15 @@ func (d *Detector) steadyLogs(from int) {
 	}
 }
 
-// inExcursion reports whether window w lies inside the last excursion a
-// resumed steady state came back from.
+// inExcursion reports whether window w lies inside an excursion the steady
+// state came back from.
 func (d *Detector) inExcursion(w *winSum) bool {
-	return d.svc.exTo > 0 && w.first.Index >= d.svc.exFrom && w.last.Index < d.svc.exTo
+	for _, e := range d.svc.ex[:d.svc.nEx] {
+		if w.first.Index >= e[0] && w.last.Index < e[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // driftTau is how monotone a steady state's window medians must be, by

@@ -290,10 +290,6 @@ func TestServiceExcursionResumes(t *testing.T) {
 	}
 }
 
-// TestServiceImprovementIsNoRelapse: a settled level that switches to 1.6
-// times faster for 20 s and back (what a settled HotSpot or Node server
-// does on shared cores) is no relapse; a plateau left for a level 4 times
-// faster for good is one.
 // An excursion long enough for a steady state of its own (the demo on
 // PostgreSQL, b50 run 4: 1.9 ms, then 3-5 ms for 27 s, then 1.9 ms again):
 // when the level comes back, the excursion's steady state is lost and the
@@ -328,6 +324,55 @@ func TestServiceLongExcursionResumes(t *testing.T) {
 	}
 }
 
+// What a review found in the first version of the rule above: a faster
+// level that settled is no excursion, so a return to the slower level a
+// steady state was first declared on is a slowdown (a cold plateau left for
+// good, then a real slowdown; a faster spell that settled, then back); and
+// each excursion a steady state came back from stays out of its level, the
+// relapse boundary of a later one included.
+func TestServiceExcursionEdges(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 3; seed++ {
+		name := fmt.Sprintf("seed %d", seed)
+		// 8 for 16 s (declared at 9 s), 1 until 70 s, 8 again
+		res := stream{rate: 500, secs: 140, level: func(t float64) float64 {
+			if t < 16 || t >= 70 {
+				return 8
+			}
+			return 1
+		}}.run(t, seed, ServiceConfig())
+		if res.snap.Regime == Steady {
+			require.Greater(t, float64(res.snap.SteadyStart.Time)/1e9, 65.0, "plateau, then slowdown: %s", name)
+			require.Equal(t, Slowdown, res.snap.Class, "plateau, then slowdown: %s", name)
+		}
+		// 0.35 from 30 s to 70 s, then back to 1
+		res = stream{rate: 500, secs: 140, level: func(t float64) float64 {
+			if t >= 30 && t < 70 {
+				return 0.35
+			}
+			return 1
+		}}.run(t, seed, ServiceConfig())
+		if res.snap.Regime == Steady {
+			require.Greater(t, float64(res.snap.SteadyStart.Time)/1e9, 65.0, "faster spell, then back: %s", name)
+		}
+		// 1.8 from 40 s to 75 s and from 85 s to 99 s
+		res = stream{rate: 500, secs: 140, level: func(t float64) float64 {
+			if (t >= 40 && t < 75) || (t >= 85 && t < 99) {
+				return 1.8
+			}
+			return 1
+		}}.run(t, seed, ServiceConfig())
+		require.Equal(t, Steady, res.snap.Regime, "two excursions: %s", name)
+		require.Less(t, float64(res.snap.SteadyStart.Time)/1e9, 1.0, "two excursions: %s", name)
+		require.Len(t, res.snap.Relapses, 3, "two excursions: %s", name)
+		require.InDelta(t, 85, float64(res.snap.Relapses[2].Boundary.Time)/1e9, 1.5, "two excursions: %s", name)
+	}
+}
+
+// TestServiceImprovementIsNoRelapse: a settled level that switches to 1.6
+// times faster for 20 s and back (what a settled HotSpot or Node server
+// does on shared cores) is no relapse; a plateau left for a level 4 times
+// faster for good is one.
 func TestServiceImprovementIsNoRelapse(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= 4; seed++ {
