@@ -207,9 +207,11 @@ type Config struct {
 	// SigDigits is the HDR histogram precision of the windows.
 	SigDigits int `json:"sig_digits"`
 	// DynamicRange: windows track values from first/DynamicRange to
-	// first*DynamicRange with sig_digits precision, where first is the first
-	// observation; values down to first/(100*DynamicRange) are counted more
-	// coarsely, values outside are clamped and counted in OutOfRange.
+	// first*DynamicRange, where first is the first observation; with the
+	// service method all of it keeps sig_digits precision and values down
+	// to first/(100*DynamicRange) are counted more coarsely (with the
+	// benchmark method precision holds from first/DynamicRange*100 up);
+	// values outside are clamped and counted in OutOfRange.
 	DynamicRange float64 `json:"dynamic_range"`
 
 	// DropTrace: do not keep the bounded trace of the series that

@@ -9,8 +9,8 @@ import (
 
 // histogram is the detector's window histogram: HDR counts of the
 // detector's scaled observations (x = value * scale, unit 1, so that the
-// first observation lands scaleFloor*DynamicRange units up whatever the
-// series' unit). Latencies in the run engine and the results folder are
+// first observation lands unitsAtFirst units up whatever the series'
+// unit). Latencies in the run engine and the results folder are
 // internal/latency's Histogram, not this.
 //
 // Record clamps x into [1, highest] and never allocates (the detector counts
