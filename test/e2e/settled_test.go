@@ -28,7 +28,7 @@ import { settled } from '${REPO}/thresholds/index.js';
 
 export const options = {
   scenarios: {
-    load: { executor: 'constant-arrival-rate', rate: 100, timeUnit: '1s', duration: '24s', preAllocatedVUs: 20, maxVUs: 100 },
+    load: { executor: 'constant-arrival-rate', rate: 100, timeUnit: '1s', duration: '30s', preAllocatedVUs: 20, maxVUs: 100 },
   },
 };
 const budgets = { 'http_req_duration{endpoint:item}': ['p(95)<20'], 'http_req_failed': ['rate<0.01'] };
@@ -111,9 +111,12 @@ func readVerdicts(t *testing.T, dir string) map[string]bool {
 }
 
 // TestSettledThresholds: a server that warms up for 10 s (40 ms) and then
-// holds (~5 ms). The settled thresholds pass (steady from ~10 s, p95 near
-// 5 ms, TTSS under 15 s) while the same budget on all samples fails (40% of
-// the requests took 40 ms), so k6 exits 99 on the latter alone.
+// holds (~5 ms) for the rest of a 30-s run. The settled thresholds pass
+// (steady from ~10 s, p95 near 5 ms, TTSS under 15 s) while the same budget
+// on all samples fails (a third of the requests took 40 ms), so k6 exits 99
+// on the latter alone. (The run was 24 s until 2026-11-28, when in a CI
+// mimic the level after the step moved once under the parallel tests and
+// the settled view's last level held 46% of the run, 50% needed.)
 func TestSettledThresholds(t *testing.T) {
 	t.Parallel() // with the other parallel tests of the package: a sleeping server each
 	srv := clockServer(t, 10*time.Second, 40*time.Millisecond, 5*time.Millisecond, 0)
