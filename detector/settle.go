@@ -34,7 +34,9 @@ import (
 //     blocks inside it (warm-ups come in stages). Stages 2-3 run on the
 //     medians and on the tails (the dual gate: a JIT's compile pauses and
 //     the first connections keep the tail high after the median settled);
-//     the later boundary wins;
+//     the later boundary wins. A tail below its envelope counts only
+//     before any tail above it (a faster cold phase comes first; lower
+//     tails right after a warm-up are a machine busier later);
 //  4. trend (settle_trend.go): no steady state when the Theil-Sen change
 //     over the steady stretch is significant (its autocorrelation-corrected
 //     95% interval excludes 0), larger than the tolerance and monotone
@@ -205,8 +207,13 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 	tol := math.Log1p(cfg.Tolerance)
 	out.Tolerance, out.TailTolerance = cfg.Tolerance, cfg.TailTolerance
 	total := float64(out.End - bl[0].start)
-	mFirst, mLo, mHi := envelopeEnd(ys, tol)
-	tFirst, tLo, tHi := envelopeEnd(us, math.Log1p(cfg.TailTolerance))
+	mFirst, mLo, mHi := envelopeEnd(ys, tol, false)
+	// a tail below its envelope counts only before any block above it: a
+	// faster cold phase (go-io's first 9 s, seen in its tails only) comes
+	// first, while tails lower right after a slower warm-up than later in
+	// the run are the machine getting busier later (a 30-s e2e run: 4 s
+	// of such blocks after a 10-s warm-up read as warm-up)
+	tFirst, tLo, tHi := envelopeEnd(us, math.Log1p(cfg.TailTolerance), true)
 	out.Envelope = [2]float64{math.Expm1(mLo), math.Expm1(mHi)}
 	out.TailEnvelope = [2]float64{math.Expm1(tLo), math.Expm1(tHi)}
 	first := max(mFirst, tFirst)
