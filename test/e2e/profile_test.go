@@ -49,7 +49,7 @@ export function handleSummary() {
 // (before its changes) judges other runs. compare --profile passes one of
 // the profile's own runs and fails, naming the figure, the profile's value
 // and the run's, a run whose steady latency is 15% higher and one whose
-// warm-up is twice as long. A new run that reads the profile
+// warm-up is four times as long. A new run that reads the profile
 // (K6_REGIME_PROFILE) against the same service passes the thresholds of
 // profiled(), says which profile judged it in summary.json, and takes the
 // profile's warm-up end as its detector's prior; against a service whose
@@ -147,7 +147,7 @@ func TestProfileGates(t *testing.T) {
 	// profile whose p90 is 3 s. Twice as long (4 s) is no sure failure at
 	// the 75% limit: a CI mimic of 2026-11-28 learnt a profile whose p90
 	// was 3 s (its runs settled at 2 and 3 s), and 4 s was x1.33. The
-	// warm-up twice as long is the change history() injects for Otava.
+	// warm-up four times as long is also the change history() injects.
 	slow := run(4*historyStep, "16s")
 	require.Equal(t, 99, slow.ExitCode, "a warm-up four times as long:\n%s", slow.Stderr)
 	require.Regexp(t, `regime: profile: load: TTSS [\d.]+ s, the profile's p90 [\d.]+ s: x[\d.]+, beyond the profile's runs`, slow.Stderr)

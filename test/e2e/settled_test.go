@@ -31,10 +31,10 @@ export const options = {
     load: { executor: 'constant-arrival-rate', rate: 100, timeUnit: '1s', duration: '30s', preAllocatedVUs: 20, maxVUs: 100 },
   },
 };
-const budgets = { 'http_req_duration{endpoint:item}': ['p(95)<20'], 'http_req_failed': ['rate<0.01'] };
+const budgets = { 'http_req_duration{endpoint:item}': ['p(95)<50'], 'http_req_failed': ['rate<0.01'] };
 options.thresholds = Object.assign(
   settled(budgets, { scenarios: options.scenarios, scenarioNames: ['load'], ttss: 15000 }),
-  { 'http_req_duration{endpoint:item}': ['p(95)<20'] },
+  { 'http_req_duration{endpoint:item}': ['p(95)<50'] },
   // so that handleSummary sees the scenario's gauges (the test compares
   // them with summary())
   Object.fromEntries(['p50', 'p90', 'p95', 'p99', 'max'].map((q) => ['regime_settled_' + q + '{scenario:load}', ['value>0']])),
@@ -110,23 +110,28 @@ func readVerdicts(t *testing.T, dir string) map[string]bool {
 	return v
 }
 
-// TestSettledThresholds: a server that warms up for 10 s (40 ms) and then
+// TestSettledThresholds: a server that warms up for 10 s (100 ms) and then
 // holds (~5 ms) for the rest of a 30-s run. The settled thresholds pass
 // (steady from ~10 s, p95 near 5 ms, TTSS under 15 s) while the same budget
-// on all samples fails (a third of the requests took 40 ms), so k6 exits 99
-// on the latter alone. (The run was 24 s until 2026-11-28, when in a CI
-// mimic the level after the step moved once under the parallel tests and
-// the settled view's last level held 46% of the run, 50% needed.)
+// (p95 < 50 ms) on all samples fails (a third of the requests took 100 ms),
+// so k6 exits 99 on the latter alone. (The run was 24 s until 2026-11-28,
+// when in a CI mimic the level after the step moved once under the
+// parallel tests and the settled view's last level held 46% of the run,
+// 50% needed. The warm-up took 40 ms and the budget was 20 ms until the
+// same day, when in a CI run the machine's slow spell put the settled
+// p95 of the 5-ms requests at 20.7 ms and their p99 at 32.8 ms, the
+// settled boundary right at 10.0 s: the budget must lie between the two
+// levels with room for the machine's own delay.)
 func TestSettledThresholds(t *testing.T) {
 	t.Parallel() // with the other parallel tests of the package: a sleeping server each
-	srv := clockServer(t, 10*time.Second, 40*time.Millisecond, 5*time.Millisecond, 0)
+	srv := clockServer(t, 10*time.Second, 100*time.Millisecond, 5*time.Millisecond, 0)
 	script := strings.ReplaceAll(settledScript, "${REPO}", repoRoot(t))
 	res := runK6(t, script, map[string]string{"BASE_URL": srv.URL})
 	require.Equal(t, 99, res.ExitCode, "stderr:\n%s", res.Stderr)
 	v := readVerdicts(t, res.Dir)
-	require.False(t, v["http_req_duration{endpoint:item} p(95)<20"], "all samples: %v", v)
+	require.False(t, v["http_req_duration{endpoint:item} p(95)<50"], "all samples: %v", v)
 	for _, k := range []string{
-		"regime_settled_p95{endpoint:item,scenario:load} value<20",
+		"regime_settled_p95{endpoint:item,scenario:load} value<50",
 		"regime_settled_error_rate{scenario:load} value<0.01",
 		"regime_settled_ttss{scenario:load} value<15000",
 		"regime_settled{scenario:load} rate==1",
@@ -143,11 +148,12 @@ func TestSettledThresholds(t *testing.T) {
 	require.NotNil(t, st)
 	require.True(t, st.Steady)
 	require.InDelta(t, 10000, *st.TTSSMs, 1000)
-	// the warm-up's requests take 40-44 ms: over 1% of them in the settled
-	// steady state puts its p99 there. The settled ones take 5-5.5 ms plus
-	// k6's own time, whose p99 reached 10.1 ms once on 2 cores under -race
-	// (a CI mimic, 2026-11-27): half-way between the two is the bound.
-	require.Less(t, st.Stats.P99Ms, 20.0, "no 40 ms request in the settled steady state")
+	// the warm-up's requests take 100-110 ms: over 1% of them in the
+	// settled steady state puts its p99 there. The settled ones take
+	// 5-5.5 ms plus k6's own time, whose p99 reached 32.8 ms once on 2
+	// cores under -race (a CI run, 2026-11-28): half-way between the two
+	// levels is the bound.
+	require.Less(t, st.Stats.P99Ms, 50.0, "no 100 ms request in the settled steady state")
 	// each gauge holds the figure of summary()'s settled view
 	b, err := os.ReadFile(filepath.Join(res.Dir, "gauges.json"))
 	require.NoError(t, err)
