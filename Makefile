@@ -187,7 +187,7 @@ LIVE_PROFILE_CASES ?= go-io/open,node/open,jvm-sha/open,jvm-mixed/open,demo-pg/o
 live-profile: build build-demo live-bin
 	$(LIVE_BIN) -runs $(LIVE_RUNS) -cases $(LIVE_PROFILE_CASES) -profile
 
-## live-short: the short form of the harness (the go-io flat control and the demo service's pool warm-up, 60 s each): the cases of make test's TestShortLive, which asserts their gate and relapse checks and only prints those judged against the run's own reference and the settled view's; this target fails on any
+## live-short: the short form of the harness (the go-io flat control and the demo service's pool warm-up, 60 s each): the cases of make test's TestShortLive, which asserts their gate and relapse checks (the flat control's only when the run's own reference finds it flat) and only prints those judged against the run's own reference and the settled view's; this target fails on any
 .PHONY: live-short
 live-short: build build-demo live-bin
 	$(LIVE_BIN) -runs 1 -cases short

@@ -30,7 +30,8 @@ func env(t *testing.T) *harness.Env {
 // service's connection-pool cold start), 60 s each on the open model, must
 // pass the must-show checks of their kind that need no reference (the flat
 // control: exit 0, 0 relapses, steady declared within 10 s; the warm-up
-// service: exit 0, <= 1 relapse), and the exit code, regime_steady, the
+// service: exit 0, <= 1 relapse; the flat control's only when this run's
+// own reference finds it flat: see notFlat), and the exit code, regime_steady, the
 // text summary, summary() and summary.json must agree. The checks against
 // this run's own reference (contamination <= 2%, coverage >= 80%, |p99
 // distortion| <= 10%) and the settled view's are logged, not asserted (see
@@ -58,8 +59,15 @@ func TestShortLive(t *testing.T) {
 		f, _, err := e.RunCase(ctx, c, 1, out)
 		require.NoError(t, err)
 		t.Log(harness.RunLine(f))
+		// a flat control that this run's own reference (code independent
+		// of the detector) does not find flat was not flat this time: its
+		// gate checks are logged, not asserted (see notFlat)
+		unflat := c.Kind == harness.KindFlat && !(f.Ref.Steady && f.Ref.Class == "flat")
+		if unflat {
+			t.Logf("%s: the flat control was not flat in this run (reference: %s from %.0f s): its exit code, relapses and declaration are logged, not asserted", c.Name, f.Ref.Class, f.Ref.Boundary)
+		}
 		for _, ch := range f.Checks {
-			if reportedOnly(ch.Name) {
+			if reportedOnly(ch.Name) || (unflat && notFlat(ch.Name)) {
 				if !ch.OK {
 					t.Logf("%s: not met (reported, not asserted): %s: %s", c.Name, ch.Name, ch.Got)
 				}
@@ -75,6 +83,19 @@ func TestShortLive(t *testing.T) {
 			require.LessOrEqual(t, f.Relapses, int64(harness.MaxWarmupRelapses), "%s: relapses (results: %s)", c.Name, f.Dir)
 		}
 	}
+}
+
+// notFlat tells the checks of a flat control that TestShortLive logs
+// without asserting when the run's own reference does not find it flat: in
+// a CI mimic of 2026-11-28 go-io's block medians fell from 4.5 ms to 3.0 ms
+// over the first 45 s of the 60 (its tails from 20-30 ms to 4 ms): the
+// gate said "not held" (a -32% drift of the final steady state), the
+// settled view "no steady state", the reference "warm-up until 27 s",
+// each a fair reading of a run that was not flat. When the reference
+// finds the run flat, a failed gate is the detector's fault and is
+// asserted.
+func notFlat(name string) bool {
+	return name == "exit 0" || name == "0 relapses" || strings.HasPrefix(name, "declared within")
 }
 
 // reportedOnly tells the checks TestShortLive logs without asserting:
