@@ -626,7 +626,8 @@ func welchEnd(runs [][]float64, wander Interval) float64 {
 	// and half its width either side: the wander of the first half need not
 	// stay within the second half's (a wave dipping 1.6% deeper in a test
 	// put the end 13 s late); the prior takes the later of this and the
-	// runs' median boundary, so an early end costs nothing
+	// runs' median boundary (in a profile without the agreed end), so an
+	// early end costs nothing
 	m := (hi - lo) / 2
 	lo, hi = lo-m, hi+m
 	end := 0
@@ -740,7 +741,7 @@ func (p *Profile) Text() string {
 		if sc.AgreedEndMs != nil {
 			fmt.Fprintf(&b, "  warm-up end the runs agree on: %.1f s", *sc.AgreedEndMs/1000)
 			if pr := sc.Prior(); pr.Ok {
-				fmt.Fprintf(&b, "; a run that uses this profile declares no steady state before %.1f s (the later of the two ends)", pr.WarmupMs/1000)
+				fmt.Fprintf(&b, "; a run that uses this profile declares no steady state before %.1f s", pr.WarmupMs/1000)
 			}
 			b.WriteString("\n")
 		}

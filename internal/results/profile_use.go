@@ -101,11 +101,10 @@ func (p *Profile) Scope(scenario, endpoint string) *ProfileScope {
 const minPriorBand = 0.10
 
 // Prior is what a profile scope tells a detector: no steady state before
-// WarmupMs (the later of where the profile's runs agree their warm-up
-// ends, AgreedEndMs, and their median settled boundary; without
-// AgreedEndMs (a profile of an older version, a scope too short or too
-// sparse for it), the later of that boundary and where their averaged
-// curve settles, WelchEndMs), and a level within
+// WarmupMs (where the profile's runs agree their warm-up ends,
+// AgreedEndMs; without it (a profile of an older version, a scope too
+// short or too sparse for it), the later of their median settled boundary
+// and where their averaged curve settles, WelchEndMs), and a level within
 // [LevelMs*(1+Low), LevelMs*(1+High)] is the steady state the runs settled
 // at (their levels' spread widened by how far steady blocks wander, at
 // least +-10%). Ok is false when the profile's runs had no settled steady
@@ -131,12 +130,13 @@ func (sc *ProfileScope) Prior() Prior {
 	}
 	warmup := max(sc.WarmupEnd.Median, sc.WelchEndMs)
 	if sc.AgreedEndMs != nil {
-		// the later of what the runs agree on and their median settled
-		// boundary: replayed with profiles of 4 runs on 120 recorded runs,
-		// the agreed end alone met the profile checks in 100 (87 before)
-		// but let more warm-up in (runs over 2% contaminated: 16, 14
-		// before); the later of the two met them in 91 with 12 such runs
-		warmup = max(*sc.AgreedEndMs, sc.WarmupEnd.Median)
+		// what the runs agree on, not one run's settled boundary, which
+		// falls on a wave of that run's own (flat services: 0-33 s):
+		// replayed with profiles of the 4 other runs on 132 recorded runs of
+		// b45-b53, the agreed end alone met the profile checks in 99 (the
+		// later of it and the median settled boundary: 68), runs over 2%
+		// contaminated 14 (12)
+		warmup = *sc.AgreedEndMs
 	}
 	return Prior{
 		WarmupMs: warmup,

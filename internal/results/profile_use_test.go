@@ -99,8 +99,8 @@ func TestLoadProfileRefuses(t *testing.T) {
 		"it was learnt from scenarios load, the script declares browse, load")
 }
 
-// TestProfilePrior: the prior is the later of the warm-up end the runs
-// agree on and their median settled boundary, and their steady level, with
+// TestProfilePrior: the prior is the warm-up end the runs agree on (not
+// their median settled boundary), and their steady level, with
 // a band of levels at least +-10% (from a profile of an older version,
 // without the agreed end: the later of the median settled boundary and the
 // averaged curve's); nothing without a settled steady state.
@@ -113,7 +113,11 @@ func TestProfilePrior(t *testing.T) {
 	require.InDelta(t, 10000, sc.WelchEndMs, 3000, "the averaged curve settles with the runs' warm-ups (8-12 s)")
 	require.NotNil(t, sc.AgreedEndMs)
 	require.InDelta(t, 10000, *sc.AgreedEndMs, 2000, "the runs' warm-ups end at 8-12 s")
-	require.Equal(t, max(*sc.AgreedEndMs, 10000), pr.WarmupMs, "the later of the agreed end and the median settled boundary")
+	require.Equal(t, *sc.AgreedEndMs, pr.WarmupMs, "the agreed end")
+	early := *sc
+	early.AgreedEndMs = ptrFloat(0)
+	early.WarmupEnd.Median = 6000
+	require.Zero(t, early.Prior().WarmupMs, "a flat service's runs agree on no warm-up: one run's settled boundary on a wave of its own does not delay the prior")
 	late := *sc
 	late.AgreedEndMs = ptrFloat(14000)
 	require.Equal(t, 14000.0, late.Prior().WarmupMs, "a later stage the runs agree on")
