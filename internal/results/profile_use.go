@@ -133,9 +133,9 @@ func (sc *ProfileScope) Prior() Prior {
 		// what the runs agree on, not one run's settled boundary, which
 		// falls on a wave of that run's own (flat services: 0-33 s):
 		// replayed with profiles of the 4 other runs on 132 recorded runs
-		// (b45 + b47, b48, b50, b52, b53), the agreed end alone met the profile checks in 99 (the
-		// later of it and the median settled boundary: 68), runs over 2%
-		// contaminated 14 (12)
+		// (b45 + b47, b48, b50, b52, b53), the agreed end alone met the
+		// profile checks in 99 (the later of it and the median settled
+		// boundary: 68), runs over 2% contaminated 14 (12)
 		warmup = *sc.AgreedEndMs
 	}
 	return Prior{
