@@ -347,7 +347,8 @@ func (tb *TimeBuckets) From(t int64) Span {
 		ms := func(us int64) float64 { return float64(min(max(us, lo), hi)) / 1000 }
 		sp.Stats.Min, sp.Stats.Max = ms(lo), ms(hi)
 		sp.Stats.Mean = min(max(sum/float64(sp.Stats.Count), float64(lo)), float64(hi)) / 1000
-		sp.Stats.P50, sp.Stats.P90, sp.Stats.P95, sp.Stats.P99 = ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(90)), ms(h.ValueAtQuantile(95)), ms(h.ValueAtQuantile(99))
+		q := func(p float64) float64 { return min(max(InterpolatedQuantile(h, p), float64(lo)), float64(hi)) / 1000 }
+		sp.Stats.P50, sp.Stats.P90, sp.Stats.P95, sp.Stats.P99 = q(50), q(90), q(95), q(99)
 	}
 	sp.Hist = h
 	return sp
@@ -375,3 +376,34 @@ func (tb *TimeBuckets) Add(t int64, h *hdrhistogram.Histogram, requests, failed 
 
 // errBadBuckets: a saved bucket series that cannot be read back.
 var errBadBuckets = errors.New("time buckets: width and bucket count must be positive")
+
+// InterpolatedQuantile is h's p-th percentile (0-100) interpolated within
+// the histogram bucket that holds it, as if that bucket's observations were
+// spread evenly over its range: the rank p/100 × count falls a fraction of
+// the way through the bucket's observations, and the value the same
+// fraction of the way through its range. ValueAtQuantile returns the
+// bucket's highest value instead, so that with 2 significant digits a
+// percentile moves in steps of up to 1% (128 µs at 16-33 ms) and repeated
+// runs of a stable service report the same figure exactly: a series in
+// which a change-point detector sees no variance at all (Otava 0.8.0
+// reported no change for a +15% step between two such constant stretches).
+// 0 for an empty histogram.
+func InterpolatedQuantile(h *hdrhistogram.Histogram, p float64) float64 {
+	n := h.TotalCount()
+	if n == 0 {
+		return 0
+	}
+	rank := min(max(p, 0), 100) / 100 * float64(n)
+	var below int64
+	for _, b := range h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		if float64(below+b.Count) >= rank {
+			f := (rank - float64(below)) / float64(b.Count)
+			return float64(b.From) + f*float64(b.To+1-b.From)
+		}
+		below += b.Count
+	}
+	return float64(h.Max())
+}

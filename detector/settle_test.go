@@ -217,6 +217,45 @@ func TestTimeBucketsExactRange(t *testing.T) {
 	require.Equal(t, float64(h.Max())/1000, tb.From(0).Stats.Max)
 }
 
+// TestTimeBucketsInterpolatedPercentiles: the settled percentiles move
+// with the observations inside a histogram bucket (2 significant digits:
+// 128 µs wide at 16-33 ms) instead of reading its highest value, so that
+// two runs whose medians differ by a few µs report different medians and
+// a uniform spread's median lies near its middle.
+func TestTimeBucketsInterpolatedPercentiles(t *testing.T) {
+	p50 := func(shift int) float64 {
+		tb, err := NewTimeBuckets(0, int64(time.Second), 8)
+		require.NoError(t, err)
+		// 1,001 values 24.000 .. 25.000 ms, 1 µs apart, moved by shift µs
+		for i := 0; i <= 1000; i++ {
+			tb.Record(int64(i)*int64(time.Millisecond), float64(24_000+i+shift)/1000)
+		}
+		return tb.From(0).Stats.P50
+	}
+	h := NewBucketHistogram()
+	for i := 0; i <= 1000; i++ {
+		require.NoError(t, h.RecordValue(int64(24_000+i)))
+	}
+	// ValueAtQuantile reads the bucket's top: the same for shifts of 0-40 µs
+	require.Equal(t, h.ValueAtQuantile(50), func() int64 {
+		h2 := NewBucketHistogram()
+		for i := 0; i <= 1000; i++ {
+			require.NoError(t, h2.RecordValue(int64(24_040+i)))
+		}
+		return h2.ValueAtQuantile(50)
+	}())
+	base, moved := p50(0), p50(40)
+	require.InDelta(t, 24.5, base, 0.02, "a uniform spread's median")
+	require.InDelta(t, 0.040, moved-base, 0.01, "a 40-µs shift moves the median by about 40 µs")
+	// one value: every percentile is that value
+	one, err := NewTimeBuckets(0, int64(time.Second), 8)
+	require.NoError(t, err)
+	one.RecordN(0, 24.447, 100)
+	st := one.From(0).Stats
+	require.Equal(t, []float64{24.447, 24.447, 24.447}, []float64{st.P50, st.P95, st.P99})
+	require.Equal(t, 0.0, InterpolatedQuantile(NewBucketHistogram(), 50))
+}
+
 // TestTimeBucketsHourMemory: an hour at 10,000 observations/s (36 M) in one
 // series stays within its bound of buckets and under 64 MiB of heap.
 func TestTimeBucketsHourMemory(t *testing.T) {
