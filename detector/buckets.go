@@ -383,7 +383,7 @@ var errBadBuckets = errors.New("time buckets: width and bucket count must be pos
 // the way through the bucket's observations, and the value the same
 // fraction of the way through its range. ValueAtQuantile returns the
 // bucket's highest value instead, so that with 2 significant digits a
-// percentile moves in steps of up to 1% (128 µs at 16-33 ms) and repeated
+// percentile moves in steps of 0.4-0.8% (128 µs at 16-33 ms) and repeated
 // runs of a stable service report the same figure exactly: a series in
 // which a change-point detector sees no variance at all (Otava 0.8.0
 // reported no change for a +15% step between two such constant stretches).
