@@ -347,8 +347,12 @@ func (tb *TimeBuckets) From(t int64) Span {
 		ms := func(us int64) float64 { return float64(min(max(us, lo), hi)) / 1000 }
 		sp.Stats.Min, sp.Stats.Max = ms(lo), ms(hi)
 		sp.Stats.Mean = min(max(sum/float64(sp.Stats.Count), float64(lo)), float64(hi)) / 1000
-		q := func(p float64) float64 { return min(max(InterpolatedQuantile(h, p), float64(lo)), float64(hi)) / 1000 }
-		sp.Stats.P50, sp.Stats.P90, sp.Stats.P95, sp.Stats.P99 = q(50), q(90), q(95), q(99)
+		// interpolated within their buckets, to the ns (a figure's last
+		// digits are no more than the interpolation's)
+		var qs [4]float64
+		InterpolatedQuantiles(h, []float64{50, 90, 95, 99}, qs[:])
+		q := func(us float64) float64 { return math.Round(min(max(us, float64(lo)), float64(hi))*1000) / 1e6 }
+		sp.Stats.P50, sp.Stats.P90, sp.Stats.P95, sp.Stats.P99 = q(qs[0]), q(qs[1]), q(qs[2]), q(qs[3])
 	}
 	sp.Hist = h
 	return sp
@@ -381,29 +385,52 @@ var errBadBuckets = errors.New("time buckets: width and bucket count must be pos
 // the histogram bucket that holds it, as if that bucket's observations were
 // spread evenly over its range: the rank p/100 × count falls a fraction of
 // the way through the bucket's observations, and the value the same
-// fraction of the way through its range. ValueAtQuantile returns the
-// bucket's highest value instead, so that with 2 significant digits a
-// percentile moves in steps of 0.4-0.8% (128 µs at 16-33 ms) and repeated
-// runs of a stable service report the same figure exactly: a series in
-// which a change-point detector sees no variance at all (Otava 0.8.0
-// reported no change for a +15% step between two such constant stretches).
-// 0 for an empty histogram.
+// fraction of the way through its range (at most the bucket's highest
+// value). ValueAtQuantile returns the bucket's highest value instead, so
+// that with 2 significant digits a percentile moves in steps of 0.4-0.8%
+// (128 µs at 16-33 ms) and repeated runs of a stable service report the
+// same figure exactly: a series in which a change-point detector sees no
+// variance at all (Otava 0.8.0 reported no change for a +15% step between
+// two such constant stretches). 0 for an empty histogram; p is clamped to
+// 0-100 (NaN reads as 100).
 func InterpolatedQuantile(h *hdrhistogram.Histogram, p float64) float64 {
+	var v [1]float64
+	InterpolatedQuantiles(h, []float64{p}, v[:])
+	return v[0]
+}
+
+// InterpolatedQuantiles writes InterpolatedQuantile(h, ps[i]) to out[i] in
+// one pass over h's buckets; ps must be in increasing order.
+func InterpolatedQuantiles(h *hdrhistogram.Histogram, ps, out []float64) {
 	n := h.TotalCount()
 	if n == 0 {
-		return 0
+		clear(out[:len(ps)])
+		return
 	}
-	rank := min(max(p, 0), 100) / 100 * float64(n)
+	k := 0
+	rank := func() float64 {
+		p := ps[k]
+		if !(p <= 100) { // NaN too
+			p = 100
+		}
+		return max(p, 0) / 100 * float64(n)
+	}
 	var below int64
 	for _, b := range h.Distribution() {
 		if b.Count == 0 {
 			continue
 		}
-		if float64(below+b.Count) >= rank {
-			f := (rank - float64(below)) / float64(b.Count)
-			return float64(b.From) + f*float64(b.To+1-b.From)
+		for k < len(ps) && float64(below+b.Count) >= rank() {
+			f := (rank() - float64(below)) / float64(b.Count)
+			out[k] = min(float64(b.From)+f*float64(b.To+1-b.From), float64(b.To))
+			k++
+		}
+		if k == len(ps) {
+			return
 		}
 		below += b.Count
 	}
-	return float64(h.Max())
+	for ; k < len(ps); k++ {
+		out[k] = float64(h.Max())
+	}
 }

@@ -254,6 +254,33 @@ func TestTimeBucketsInterpolatedPercentiles(t *testing.T) {
 	st := one.From(0).Stats
 	require.Equal(t, []float64{24.447, 24.447, 24.447}, []float64{st.P50, st.P95, st.P99})
 	require.Equal(t, 0.0, InterpolatedQuantile(NewBucketHistogram(), 50))
+	// the ends: p 0 is the lowest bucket's low edge, p 100 (and NaN) the
+	// highest bucket's top, never a µs past it; and no percentile falls as
+	// p grows
+	require.Equal(t, float64(h.Min()), InterpolatedQuantile(h, 0))
+	require.Equal(t, float64(h.Max()), InterpolatedQuantile(h, 100))
+	require.Equal(t, float64(h.Max()), InterpolatedQuantile(h, math.NaN()))
+	ps := []float64{0, 1, 10, 25, 50, 75, 90, 95, 99, 99.9, 100}
+	got := make([]float64, len(ps))
+	InterpolatedQuantiles(h, ps, got)
+	for i, p := range ps {
+		require.Equal(t, InterpolatedQuantile(h, p), got[i], "p%v in one pass", p)
+		if i > 0 {
+			require.GreaterOrEqual(t, got[i], got[i-1], "p%v", p)
+		}
+	}
+	// a sparse tail: 990 values of 1 ms and 10 of 50 ms: p99 lies in the
+	// 1-ms bucket, p99.5 in the 50-ms one, inside its range
+	sparse := NewBucketHistogram()
+	require.NoError(t, sparse.RecordValues(1000, 990))
+	require.NoError(t, sparse.RecordValues(50_000, 10))
+	fast, slow := NewBucketHistogram(), NewBucketHistogram() // each bucket alone: its edges
+	require.NoError(t, fast.RecordValue(1000))
+	require.NoError(t, slow.RecordValue(50_000))
+	require.LessOrEqual(t, InterpolatedQuantile(sparse, 99), float64(fast.Max()))
+	p995 := InterpolatedQuantile(sparse, 99.5)
+	require.GreaterOrEqual(t, p995, float64(slow.Min()))
+	require.LessOrEqual(t, p995, float64(slow.Max()))
 }
 
 // TestTimeBucketsHourMemory: an hour at 10,000 observations/s (36 M) in one
