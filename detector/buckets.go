@@ -381,26 +381,19 @@ func (tb *TimeBuckets) Add(t int64, h *hdrhistogram.Histogram, requests, failed 
 // errBadBuckets: a saved bucket series that cannot be read back.
 var errBadBuckets = errors.New("time buckets: width and bucket count must be positive")
 
-// InterpolatedQuantile is h's p-th percentile (0-100) interpolated within
-// the histogram bucket that holds it, as if that bucket's observations were
-// spread evenly over its range: the rank p/100 × count falls a fraction of
-// the way through the bucket's observations, and the value the same
-// fraction of the way through its range (at most the bucket's highest
-// value). ValueAtQuantile returns the bucket's highest value instead, so
-// that with 2 significant digits a percentile moves in steps of 0.4-0.8%
-// (128 µs at 16-33 ms) and repeated runs of a stable service report the
-// same figure exactly: a series in which a change-point detector sees no
-// variance at all (Otava 0.8.0 reported no change for a +15% step between
-// two such constant stretches). 0 for an empty histogram; p is clamped to
-// 0-100 (NaN reads as 100).
-func InterpolatedQuantile(h *hdrhistogram.Histogram, p float64) float64 {
-	var v [1]float64
-	InterpolatedQuantiles(h, []float64{p}, v[:])
-	return v[0]
-}
-
-// InterpolatedQuantiles writes InterpolatedQuantile(h, ps[i]) to out[i] in
-// one pass over h's buckets; ps must be in increasing order.
+// InterpolatedQuantiles writes h's ps[i]-th percentile (0-100) to out[i],
+// in one pass over h's buckets (ps in increasing order), each interpolated
+// within the histogram bucket that holds it, as if that bucket's
+// observations were spread evenly over its range: the rank p/100 × count
+// falls a fraction of the way through the bucket's observations, and the
+// value the same fraction of the way through its range (at most the
+// bucket's highest value). ValueAtQuantile returns the bucket's highest
+// value instead, so that with 2 significant digits a percentile moves in
+// steps of 0.4-0.8% (128 µs at 16-33 ms) and repeated runs of a stable
+// service report the same figure exactly: a series in which a change-point
+// detector sees no variance at all (Otava 0.8.0 reported no change for a
+// +15% step between two such constant stretches). 0 for an empty
+// histogram; p is clamped to 0-100 (NaN reads as 100).
 func InterpolatedQuantiles(h *hdrhistogram.Histogram, ps, out []float64) {
 	n := h.TotalCount()
 	if n == 0 {

@@ -456,7 +456,7 @@ func TestHistoryOtava(t *testing.T) {
 	// (2026-11-28) it reported no change on any of the three, whose
 	// values then read a histogram bucket's top (ten runs of p50 exactly
 	// 24.447 ms: no variance for its test to measure); they are now
-	// interpolated within the bucket (detector.InterpolatedQuantile)
+	// interpolated within the bucket (detector.InterpolatedQuantiles)
 	// (an upward change: a step down there would be noise, not the
 	// injected slowdown)
 	steady := append(append(slices.Clone(rises["load.steady_p50_ms"]), rises["load.steady_p95_ms"]...), rises["load.steady_p99_ms"]...)
