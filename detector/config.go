@@ -152,13 +152,9 @@ type Config struct {
 	// windows (relative; widened to twice the tails' robust noise per
 	// window, as noise_z widens the bands): a tail still falling is the end
 	// of a warm-up (a cache that warms as its keys are read settles its
-	// median in about 10 s and its tail in about 30 s); steady state then
+	// median in about 10 s and its tail 10-20 s later); steady state then
 	// starts no earlier than the first window from which it no longer
-	// falls. With it on, the share of slow samples (above twice the window
-	// median) must not halve between the halves either, nor fall steadily
-	// by 1.5 times, while it exceeds the tail quantile's share (fixed
-	// factors, widened to twice its noise). A tail that rises is judged by
-	// the relapse rule, not here.
+	// falls. A tail that rises is judged by the relapse rule, not here.
 	TailTrendTolerance float64 `json:"tail_trend_tolerance"`
 	// RelapseTolerance (service method): steady state is lost when the
 	// median of the newest 5 windows (at most relapse_windows) lies this far

@@ -185,37 +185,3 @@ func (h *histogram) Reset() {
 	h.min, h.max = math.Inf(1), math.Inf(-1)
 	h.nTop = 0
 }
-
-// ShareAbove returns the share (0..1) of the recorded values above x, 0
-// when empty, exact up to the histogram's buckets (a value in x's bucket,
-// as Record rounds it, counts as x): a binary search over ascending ranks
-// for the first whose value lies above x (log2 count quantile lookups, no
-// allocation).
-func (h *histogram) ShareAbove(x float64) float64 {
-	if h.count == 0 || x >= h.max {
-		return 0
-	}
-	if x < h.min {
-		return 1
-	}
-	// whether the value of ascending rank r (1..count; a quarter of a rank
-	// below it, as fromTop asks) lies in a bucket above x's, as recorded
-	xi := int64(x + 0.5)
-	above := func(r int64) bool {
-		v := h.Quantile(100 * (float64(r) - 0.25) / float64(h.count))
-		return v > x && !h.h.ValuesAreEquivalent(int64(v+0.5), xi)
-	}
-	if !above(h.count) {
-		return 0 // the maximum lies in x's bucket
-	}
-	lo, hi := int64(1), h.count // above(hi)
-	for lo < hi {
-		m := lo + (hi-lo)/2
-		if above(m) {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	return float64(h.count-lo+1) / float64(h.count)
-}

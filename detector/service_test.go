@@ -709,49 +709,38 @@ func cacheStream(tb testing.TB, seed uint64, cfg Config) svcRun {
 // declared steady yet (tail_trend_tolerance), though its median has
 // settled: after a transient, and after slower windows that the windows
 // just before the segment hide (the cache's median comes down in stages).
-// Its tail quantile stays on the misses until their share falls below the
-// tail's and then drops, so the rule also asks that the share of slow
-// samples (above twice the window median) no longer halve between the
-// segment's halves, nor fall steadily by 1.5 times (slowShareFall). When
-// only the tail's trend fails, the segment's later starts are tried (its
+// When the tail's trend fails, the segment's later starts are tried (its
 // tail band, a factor 2, lets it start on a tail that has halved since).
-// Of 4 e^(-0.2 t) of the requests missing, 3% remain at 24.5 s, 1% at
-// 30 s and 0.1% at 41.5 s; the body alone puts about 1% of the samples
-// above twice the median. On these 40 seeds the detector declares at
-// 29.1-46.1 s (median 39.1 s, 32 by 42 s): late rather than early while
-// the misses' share still falls. With the share's halving alone (main
-// 17bf3d4) at 25.1-41.1 s; without the share rule (main 9060942) 3 seeds
-// at 23.0 s and 1 at 24.0 s, and this fails; the detector of main before
-// that, which judged a segment's halves from its first window only and the
-// tail's trend after a visible transient only, declared 8 before 23 s (at
-// 20.0-22.0 s).
+// Of 4 e^(-0.2 t) of the requests missing, 5% remain at 21.9 s, 3% at
+// 24.5 s and 1% at 30 s; the body alone puts about 1% of the samples above
+// twice the median. On these 40 seeds the detector declares at 23.0-41.1 s
+// (median 26.1 s), after 5% misses in every seed; without the tail's trend
+// at 20.0-26.1 s (median 22.0 s), 11 of 40 before 5%. (A rule that the
+// share of slow samples no longer halve between the segment's halves held
+// it to 29.1-46.1 s; it was dropped: on the live harness's cache it held
+// the declaration to 27-40 s against warm-up ends of 9-19 s that two fresh
+// batches agreed on, docs/tag-quality.md.)
 func TestServiceTailStillFalling(t *testing.T) {
 	t.Parallel()
-	const threePct, tenthPct, last = 24.5, 42.0, 47.0
+	const fivePct, last = 21.9, 47.0
 	off := ServiceConfig()
 	off.TailTrendTolerance = 0
-	early, byTenth := 0, 0
+	early := 0
 	for seed := uint64(1); seed <= 40; seed++ {
 		name := fmt.Sprintf("seed %d", seed)
 		with := cacheStream(t, seed, ServiceConfig())
 		require.Equal(t, Steady, with.snap.Regime, name)
 		require.Empty(t, with.snap.Relapses, name)
 		d := with.declared()
-		require.GreaterOrEqual(t, d, threePct, name)
+		require.GreaterOrEqual(t, d, fivePct, name)
 		require.LessOrEqual(t, d, last, name)
-		if d <= tenthPct {
-			byTenth++
-		}
-		if seed <= 8 {
-			// the case is one the rule decides: without it most seeds declare early
-			without := cacheStream(t, seed, off)
-			if w := without.declared(); w >= 0 && w < threePct {
-				early++
-			}
+		// the case is one the rule decides: without it seeds declare early
+		without := cacheStream(t, seed, off)
+		if w := without.declared(); w >= 0 && w < fivePct {
+			early++
 		}
 	}
-	require.GreaterOrEqual(t, byTenth, 30, "declared by 0.1% misses")
-	require.GreaterOrEqual(t, early, 4, "of 8 seeds without the rule")
+	require.GreaterOrEqual(t, early, 6, "of 40 seeds without the rule, declared before 5% misses")
 }
 
 // slowPathStream is a settled service with a slow path: share of its

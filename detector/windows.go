@@ -18,9 +18,6 @@ type winSum struct {
 	// over the order statistics around it (histogram.SmoothTail), the tail
 	// the service method's dual gate judges
 	stail float64
-	// slow (service method only): the share of the window's samples above
-	// twice its median
-	slow float64
 }
 
 // tailQuantile caps the configured quantile so that at least tail_min_above
@@ -50,7 +47,7 @@ func (d *Detector) closeWindow() {
 	tail := d.hist.Quantile(tq) / d.scale
 	mx := d.hist.Mean()
 	mean := mx / d.scale
-	stail, slow := 0.0, 0.0
+	stail := 0.0
 	if d.cfg.Method == MethodService {
 		// the quantile smoothed over the ranks around it: a quantile whose
 		// level a mixture straddles (a 1% slow path and p99) jumps between
@@ -59,7 +56,6 @@ func (d *Detector) closeWindow() {
 		// count, and leaves out the largest values (one request 200 times
 		// slower than the rest)
 		stail = d.hist.SmoothTail(tq) / d.scale
-		slow = d.hist.ShareAbove(2 * med * d.scale)
 	}
 	// relative standard error of the window mean, from the within-window
 	// variance: what the mean of a stationary series would scatter by.
@@ -71,7 +67,7 @@ func (d *Detector) closeWindow() {
 	d.win.sumSq = 0
 	d.hist.Reset()
 	d.win.n = 0
-	w := winSum{first: d.win.first, last: d.win.last, n: n, med: med, tail: tail, mean: mean, se: se, stail: stail, slow: slow}
+	w := winSum{first: d.win.first, last: d.win.last, n: n, med: med, tail: tail, mean: mean, se: se, stail: stail}
 	drift := 0.0
 	if k := len(d.ring); k > 0 {
 		drift = med/d.ring[k-1].med - 1
@@ -105,8 +101,8 @@ func (d *Detector) closeWindow() {
 }
 
 // push appends a summary; when the ring is full the older half is merged
-// pairwise (weighted means of medians and of shares of slow samples, max
-// of tail quantiles, weighted geometric means of smoothed tails), keeping
+// pairwise (weighted means of medians, max of tail quantiles, weighted
+// geometric means of smoothed tails), keeping
 // recent windows at full resolution and memory bounded for any run length.
 func (d *Detector) push(w winSum) {
 	if len(d.ring) == cap(d.ring) {
@@ -124,7 +120,6 @@ func (d *Detector) push(w winSum) {
 				// the smoothed tails' weighted geometric mean: their max
 				// would put back the extremes they leave out
 				stail: smoothMerge(a, b),
-				slow:  (a.slow*float64(a.n) + b.slow*float64(b.n)) / tot,
 			}
 			d.subs[k].n = 0 // a merged window has no sub-blocks
 			k++
