@@ -715,8 +715,8 @@ func cacheStream(tb testing.TB, seed uint64, cfg Config) svcRun {
 // 30.0 s. On these 40 seeds the detector declares at 23.0-41.1 s (median
 // 26.1 s, 37 by 30.1 s): after 5% misses in every seed, and late rather
 // than early while they still fall; without the tail's trend at
-// 20.0-26.1 s, 11 of 40 before 5%. The latest bound leaves two windows
-// past the latest seed. A rule that the share of slow samples no longer
+// 20.0-26.1 s, 11 of 40 before 5%. The latest bound leaves one window
+// (1.9 s) past the latest seed. A rule that the share of slow samples no longer
 // halve between the segment's halves (dropped, docs/tag-quality.md, "The
 // share of slow samples: dropped") held it to 29.1-46.1 s, 3 of 40 by
 // 30.1 s: the count by then tells the two apart.
