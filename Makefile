@@ -117,7 +117,7 @@ test:
 	  ACTIONLINT_BIN=$(CURDIR)/$(ACTIONLINT) KUBECONFORM_BIN=$(CURDIR)/$(KUBECONFORM) \
 	  $(GO) test -race -count=1 -p 1 -timeout 20m $(E2E_PKGS)
 
-## prebuild: compile what make test builds (k6, the demo, the unit and end-to-end test binaries; not the fuzz targets) into the Go build cache without running anything; needs no Debian package but gcc (for -race), so CI runs it beside make deps
+## prebuild: compile what make test builds (k6, the demo, the unit and end-to-end test binaries, the fuzz targets' instrumented builds) into the Go build cache without running anything; needs no Debian package but gcc (for -race), so CI runs it beside make deps
 .PHONY: prebuild
 prebuild: build build-demo
 	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
@@ -126,7 +126,8 @@ prebuild: build build-demo
 	$(GO) test -race -c -o "$$dir/unit" $(UNIT_PKGS) && \
 	$(GO) test -race -c -o "$$dir/e2e" $(E2E_PKGS) && \
 	$(GO) test -c -o "$$dir" ./detector/ ./internal/engine/ && \
-	(cd demo && $(GO) test -race -c -o "$$dir" ./...)
+	(cd demo && $(GO) test -race -c -o "$$dir" ./...) && \
+	GO=$(GO) ./scripts/fuzz.sh --build "$$dir"
 
 ## test-short: the fast unit tests only
 .PHONY: test-short

@@ -8,6 +8,11 @@
 # "context deadline exceeded" at the -fuzztime boundary when the machine is
 # busy (golang/go#75804, fixed in Go 1.27); such a run, with no failing input
 # written, is retried once, and fails if it happens again.
+#
+# With --build DIR it runs nothing: it compiles each package's
+# fuzz-instrumented test binary into DIR, which puts that build in the Go
+# build cache (make prebuild: CI compiles it beside make deps, so make test's
+# fuzz step starts fuzzing at once instead of compiling for a minute a package).
 set -uo pipefail
 GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-5s}
@@ -21,6 +26,20 @@ targets=(
 	"./internal/influxdb FuzzInfluxConfig"
 	"./demo FuzzHTTPHandlers"  # its own module: run from demo/
 )
+if [ "${1:-}" = --build ]; then
+	out=$(cd "${2:?usage: fuzz.sh --build DIR}" && pwd) || exit 2
+	declare -A seen=()
+	for t in "${targets[@]}"; do
+		read -r pkg name <<<"$t"
+		[ -n "${seen[$pkg]:-}" ] && continue
+		seen[$pkg]=1
+		dir=. p=$pkg
+		if [ "$pkg" = ./demo ]; then dir=demo p=.; fi
+		# one target names the package's instrumented build (the same for all its targets)
+		(cd "$dir" && "$GO" test -c -fuzz "^${name}\$" -o "$out/fuzz-${pkg//\//_}.test" "$p") || exit 1
+	done
+	exit 0
+fi
 failed=0
 start=$SECONDS
 for t in "${targets[@]}"; do
