@@ -56,7 +56,8 @@ func Example_service() {
 // series as Example_service (30 ms for 10 s, then 5 ms), kept as one HDR
 // histogram per time bucket of 100 ms (never one observation at a time).
 // Settle finds where steady state began, whether it held, and the figures
-// of what followed: it starts where the plateau ended.
+// of what followed: it starts one block (a second) after the plateau ended,
+// the guard block after a warm-up (see Settled.Boundary).
 func ExampleSettle() {
 	start := time.Unix(1_700_000_000, 0)
 	tb, err := detector.NewTimeBuckets(start.UnixNano(), int64(100*time.Millisecond), 1024)
@@ -78,5 +79,5 @@ func ExampleSettle() {
 		time.Duration(v.Boundary.Time-start.UnixNano()).Seconds(), v.Boundary.Index, v.Level, v.Stats.P99)
 	// Output:
 	// steady: true class: warmup
-	// from 10 s (observation 2000), level 5.0 ms, p99 7.1 ms
+	// from 11 s (observation 2200), level 5.0 ms, p99 7.1 ms
 }

@@ -631,3 +631,47 @@ func TestSettleFasterColdTail(t *testing.T) {
 	require.InDelta(t, 10e9, float64(s.TailBoundary), 1.5e9)
 	require.Equal(t, s.TailBoundary, s.Boundary.Time)
 }
+
+// TestSettleGuardBlock: after a warm-up whose last second lies inside the
+// envelope (40 ms to 9 s, then a second at 5.8 ms, 16% above the level of
+// 5 ms, within the 25% band), steady state starts one block after the
+// first block back inside it (the guard block, settleGuard): at 10 s, not
+// 9 s, so that the 5.8-ms second is not in the steady state. A slowdown
+// (a faster start) and a flat run get no guard: their boundary is where
+// the medians settled.
+func TestSettleGuardBlock(t *testing.T) {
+	tb := newTB(t)
+	record(tb, 60, 300, func(x float64) float64 {
+		switch {
+		case x < 9:
+			return 40
+		case x < 10:
+			return 5.8
+		}
+		return 5
+	}, 21)
+	s := Settle(tb, DefaultSettleConfig())
+	require.True(t, s.Steady, s.Reason)
+	require.Equal(t, ClassWarmup, s.Class)
+	require.Equal(t, int64(9e9), s.MedianBoundary, "the medians are back inside the envelope at 9 s")
+	require.Equal(t, int64(10e9), s.Boundary.Time, "one guard block after it")
+	require.Equal(t, int64(10*300), s.Boundary.Index)
+
+	tb = newTB(t)
+	record(tb, 60, 300, func(x float64) float64 {
+		if x < 9 {
+			return 2
+		}
+		return 5
+	}, 22)
+	s = Settle(tb, DefaultSettleConfig())
+	require.True(t, s.Steady, s.Reason)
+	require.Equal(t, Slowdown, s.Class)
+	require.Equal(t, int64(9e9), s.Boundary.Time, "no guard after a faster start")
+
+	tb = newTB(t)
+	record(tb, 60, 300, func(float64) float64 { return 5 }, 23)
+	s = Settle(tb, DefaultSettleConfig())
+	require.Equal(t, Flat, s.Class)
+	require.Equal(t, s.MedianBoundary, s.Boundary.Time, "no guard on a flat run")
+}
