@@ -131,13 +131,14 @@ type historyRuns struct {
 
 const historyChange1, historyChange2 = 6, 14
 
-// historyDuration is each history run's length: 18 s, so that the steady
-// state after the longer warm-up (settled at 8 s: 7 s, and the settled
-// view's guard block) spans more than half the run (MinFraction), and still
-// half of it if a busy machine puts the boundary a second later (a run
-// without a settled steady state is left out of the history; the test
+// historyDuration is each history run's length: 16 s, so that the steady
+// state after the longer warm-up (settled at 7 s; its steady observations
+// start a block later, the settled view's guard block, which the half-run
+// rule does not count) spans more than half the run (MinFraction), and
+// still half of it if a busy machine puts the boundary a second later (a
+// run without a settled steady state is left out of the history; the test
 // allows two).
-const historyDuration = "18s"
+const historyDuration = "16s"
 
 // historyWarm and historySteady are the service's wait before and after
 // its step. The wait is a sleep, so a request's measured p50 is it plus the
