@@ -31,6 +31,20 @@ func newTB(t testing.TB) *TimeBuckets {
 	return tb
 }
 
+// settleStep settles secs seconds at 300 observations a second whose level
+// is before until at seconds and after from then on (record's noise, seed).
+func settleStep(t *testing.T, secs int, at, before, after float64, seed uint64) Settled {
+	t.Helper()
+	tb := newTB(t)
+	record(tb, secs, 300, func(x float64) float64 {
+		if x < at {
+			return before
+		}
+		return after
+	}, seed)
+	return Settle(tb, DefaultSettleConfig())
+}
+
 func TestSettleFlat(t *testing.T) {
 	tb := newTB(t)
 	record(tb, 60, 300, func(float64) float64 { return 5 }, 1)
@@ -42,33 +56,19 @@ func TestSettleFlat(t *testing.T) {
 }
 
 func TestSettleWarmup(t *testing.T) {
-	tb := newTB(t)
-	record(tb, 60, 300, func(x float64) float64 {
-		if x < 10 {
-			return 40
-		}
-		return 5
-	}, 2)
-	s := Settle(tb, DefaultSettleConfig())
+	s := settleStep(t, 60, 10, 40, 5, 2)
 	require.True(t, s.Steady, s.Reason)
 	require.Equal(t, ClassWarmup, s.Class)
 	require.GreaterOrEqual(t, s.Boundary.Time, int64(10e9))
 	require.LessOrEqual(t, s.Boundary.Time, int64(12e9))
 	// the observations before the boundary, by start time
 	require.Equal(t, s.Boundary.Time/1e9*300, s.Boundary.Index)
-	require.Equal(t, tb.N()-s.Boundary.Index, s.Stats.Count)
+	require.Equal(t, int64(60*300)-s.Boundary.Index, s.Stats.Count) // every observation recorded
 	require.Less(t, s.Stats.P99, 10.0, "no 40 ms observation in the steady state")
 }
 
 func TestSettleSlowdownForGood(t *testing.T) {
-	tb := newTB(t)
-	record(tb, 90, 300, func(x float64) float64 {
-		if x < 36 {
-			return 5
-		}
-		return 10
-	}, 3)
-	s := Settle(tb, DefaultSettleConfig())
+	s := settleStep(t, 90, 36, 5, 10, 3)
 	require.True(t, s.Steady, s.Reason)
 	require.Equal(t, Slowdown, s.Class)
 	require.InDelta(t, 36e9, float64(s.Boundary.Time), 2e9)
@@ -456,14 +456,7 @@ func TestSettleOwnEnvelope(t *testing.T) {
 // empty structure served for 10 s: 3 ms, then 5 ms) is not steady state;
 // the class says the level came after a faster one.
 func TestSettleFasterColdPhase(t *testing.T) {
-	tb := newTB(t)
-	record(tb, 90, 300, func(x float64) float64 {
-		if x < 10 {
-			return 3
-		}
-		return 5
-	}, 10)
-	s := Settle(tb, DefaultSettleConfig())
+	s := settleStep(t, 90, 10, 3, 5, 10)
 	require.True(t, s.Steady, s.Reason)
 	require.Equal(t, Slowdown, s.Class)
 	require.InDelta(t, 10e9, float64(s.Boundary.Time), 1.5e9)
@@ -658,14 +651,7 @@ func TestSettleGuardBlock(t *testing.T) {
 	require.Equal(t, int64(10e9), s.Boundary.Time, "one guard block after it")
 	require.Equal(t, int64(10*300), s.Boundary.Index)
 
-	tb = newTB(t)
-	record(tb, 60, 300, func(x float64) float64 {
-		if x < 9 {
-			return 2
-		}
-		return 5
-	}, 22)
-	s = Settle(tb, DefaultSettleConfig())
+	s = settleStep(t, 60, 9, 2, 5, 22)
 	require.True(t, s.Steady, s.Reason)
 	require.Equal(t, Slowdown, s.Class)
 	require.Equal(t, int64(9e9), s.Boundary.Time, "no guard after a faster start")
@@ -696,14 +682,7 @@ func TestSettleGuardBlock(t *testing.T) {
 // where the series settled; the guard block then starts the steady
 // observations at 46 s, and the view stays steady.
 func TestSettleGuardAfterHalfRun(t *testing.T) {
-	tb := newTB(t)
-	record(tb, 90, 300, func(x float64) float64 {
-		if x < 45 {
-			return 40
-		}
-		return 5
-	}, 24)
-	s := Settle(tb, DefaultSettleConfig())
+	s := settleStep(t, 90, 45, 40, 5, 24)
 	require.True(t, s.Steady, s.Reason)
 	require.Equal(t, ClassWarmup, s.Class)
 	require.Equal(t, int64(45e9), s.MedianBoundary)
