@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,7 +34,8 @@ regime.configure(options, { detector: { window_min_duration: '250ms' } });
 export default function () { http.get(__ENV.URL, { tags: { endpoint: 'get' } }); }
 export function handleSummary(data) {
   const dir = regime.saveResults({ dir: __ENV.OUT, testid: __ENV.TESTID || '' });
-  return { stdout: 'RESULTS=' + dir + '\n' + regime.textSummary() };
+  const dropped = data.metrics.dropped_iterations ? data.metrics.dropped_iterations.values.count : 0;
+  return { stdout: 'RESULTS=' + dir + '\nDROPPED=' + dropped + '\n' + regime.textSummary() };
 }
 `
 
@@ -67,6 +69,21 @@ func resultsPath(t *testing.T, r k6Result) string {
 	}
 	t.Fatalf("no RESULTS= line; stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	return ""
+}
+
+// droppedIters is the dropped_iterations count a run of resultsScript
+// printed: the arrival-rate iterations k6 did not start for want of a VU.
+func droppedIters(t *testing.T, r k6Result) int64 {
+	t.Helper()
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		if v, ok := strings.CutPrefix(l, "DROPPED="); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			require.NoError(t, err, "DROPPED= line %q", l)
+			return n
+		}
+	}
+	t.Fatalf("no DROPPED= line; stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	return 0
 }
 
 // regimeCmd runs `k6 x regime ARGS...`.
@@ -110,6 +127,7 @@ func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 		go func() { r, err := run(); done <- ran{r, err} }()
 	}
 	var segDirs []string
+	var segDropped int64
 	for range 2 {
 		got := <-done
 		require.NoError(t, got.err)
@@ -117,6 +135,7 @@ func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 		require.Equal(t, 0, r.ExitCode, "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 		require.Contains(t, r.Stdout, "Regimes per scenario")
 		segDirs = append(segDirs, resultsPath(t, r))
+		segDropped += droppedIters(t, r)
 	}
 	require.NotEqual(t, segDirs[0], segDirs[1], "concurrent runs with one testid get two folders")
 	require.ElementsMatch(t, segDirs, runDirs(t, shared))
@@ -128,6 +147,7 @@ func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 	wr := runK6(t, resultsScript, env(wholeOut))
 	require.Equal(t, 0, wr.ExitCode, wr.Stderr)
 	whole := runDir(t, wholeOut)
+	wholeDropped := droppedIters(t, wr)
 
 	merged := filepath.Join(t.TempDir(), "merged")
 	code, out := regimeCmd(t, "merge", segDirs[0], segDirs[1], "--out", merged)
@@ -160,9 +180,14 @@ func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 		wTotal += w.Scenarios["load"].Regimes[rg].Count
 	}
 	ms, ws := m.Scenarios["load"].Regimes["steady"], w.Scenarios["load"].Regimes["steady"]
-	t.Logf("steady p50/p95/p99 merged %.3f/%.3f/%.3f whole %.3f/%.3f/%.3f (ms); steady counts merged %d whole %d; iterations merged %d whole %d",
-		ms.P50, ms.P95, ms.P99, ws.P50, ws.P95, ws.P99, ms.Count, ws.Count, mTotal, wTotal)
-	require.InDelta(t, wTotal, mTotal, 3, "the segments ran the whole test's iterations (arrival-rate edges: +-1 per process)")
+	t.Logf("steady p50/p95/p99 merged %.3f/%.3f/%.3f whole %.3f/%.3f/%.3f (ms); steady counts merged %d whole %d; iterations merged %d (+%d dropped) whole %d (+%d dropped)",
+		ms.P50, ms.P95, ms.P99, ws.P50, ws.P95, ws.P99, ms.Count, ws.Count, mTotal, segDropped, wTotal, wholeDropped)
+	// every scheduled iteration either ran, counted in one regime, or was
+	// dropped by k6 for want of a free VU (two k6 processes and the server
+	// share 2 cores: a CI run of 2026-11-29 ran 2394 merged vs 2398 whole)
+	require.InDelta(t, wTotal+wholeDropped, mTotal+segDropped, 3,
+		"the segments ran or dropped the whole test's iterations (arrival-rate edges: +-1 per process)")
+	require.LessOrEqual(t, segDropped+wholeDropped, mTotal/20, "few iterations dropped (else the comparison says little)")
 	require.Positive(t, ms.Count)
 	require.InEpsilon(t, ws.P50, ms.P50, 0.25, "steady median of the merged segments vs the whole run")
 	var reqCount int64
