@@ -142,9 +142,10 @@ func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 	same := func(p string) string { return p[:strings.LastIndex(p, "-")] } // the run ID without its random suffix
 	t.Logf("concurrent runs, testid same-testid: %s and %s (same start second: %v)",
 		filepath.Base(segDirs[0]), filepath.Base(segDirs[1]), same(segDirs[0]) == same(segDirs[1]))
-	srv.n.Store(0)
+	segServed := srv.n.Swap(0) // the requests both segments made
 	wholeOut := t.TempDir()
 	wr := runK6(t, resultsScript, env(wholeOut))
+	wholeServed := srv.n.Load()
 	require.Equal(t, 0, wr.ExitCode, wr.Stderr)
 	whole := runDir(t, wholeOut)
 	wholeDropped := droppedIters(t, wr)
@@ -182,12 +183,21 @@ func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 	ms, ws := m.Scenarios["load"].Regimes["steady"], w.Scenarios["load"].Regimes["steady"]
 	t.Logf("steady p50/p95/p99 merged %.3f/%.3f/%.3f whole %.3f/%.3f/%.3f (ms); steady counts merged %d whole %d; iterations merged %d (+%d dropped) whole %d (+%d dropped)",
 		ms.P50, ms.P95, ms.P99, ws.P50, ws.P95, ws.P99, ms.Count, ws.Count, mTotal, segDropped, wTotal, wholeDropped)
-	// every scheduled iteration either ran, counted in one regime, or was
-	// dropped by k6 for want of a free VU (two k6 processes and the server
-	// share 2 cores: a CI run of 2026-11-29 ran 2394 merged vs 2398 whole)
-	require.InDelta(t, wTotal+wholeDropped, mTotal+segDropped, 3,
-		"the segments ran or dropped the whole test's iterations (arrival-rate edges: +-1 per process)")
-	require.LessOrEqual(t, segDropped+wholeDropped, mTotal/20, "few iterations dropped (else the comparison says little)")
+	// nothing is lost: every iteration k6 started made one request and is
+	// counted in one regime, in the segments and in the whole run alike
+	require.Equal(t, segServed, mTotal, "the merged regime counts are the requests both segments made")
+	require.Equal(t, wholeServed, wTotal, "the whole run's regime counts are the requests it made")
+	// and the segments ran the whole test's schedule, 300/s for 8 s: k6's
+	// started and dropped iterations (two k6 processes and the server share
+	// 2 cores, so some are dropped for want of a free VU: a CI run of
+	// 2026-11-29 started 2394 merged and 2398 whole) add up to it, +1 per
+	// process at the schedule's edge, never more; starved of CPU k6 once
+	// left 0.7% of a schedule unaccounted (segments_test.go), hence 2% below
+	const schedule = 300 * 8
+	for what, v := range map[string][2]int64{"the segments'": {mTotal + segDropped, 2}, "the whole run's": {wTotal + wholeDropped, 1}} {
+		require.LessOrEqual(t, v[0], schedule+v[1], "%s started and dropped iterations (%d processes)", what, v[1])
+		require.GreaterOrEqual(t, float64(v[0]), 0.98*schedule, "%s started and dropped iterations", what)
+	}
 	require.Positive(t, ms.Count)
 	require.InEpsilon(t, ws.P50, ms.P50, 0.25, "steady median of the merged segments vs the whole run")
 	var reqCount int64
