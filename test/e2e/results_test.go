@@ -105,8 +105,9 @@ func regimeCmd(t *testing.T, args ...string) (int, string) {
 // TestResultsSegmentsMergeCompareReport: two k6 processes run complementary
 // execution segments of one test at the same time, with the same testid,
 // into the same results folder: two complete folders. Merged, they hold
-// per-regime counts equal to the sum of theirs and the whole test's
-// iteration count, with percentiles close to one process running the
+// per-regime counts equal to the sum of theirs and to the requests the
+// server got from them, which with k6's dropped iterations make the
+// test's schedule, with percentiles close to one process running the
 // whole; compare passes a run against itself and fails a seeded p95
 // regression (exit 1), bad budgets and merges that would overwrite or
 // double-count are refused (exit 2); report rebuilds report.html.
