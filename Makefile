@@ -100,7 +100,7 @@ E2E_PKGS := ./test/...
 # call it from goroutines (the engine, the JS module, detect) run with it
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/' | grep -v '/detector$$')
 
-## test: make deps (quick when all is installed; Debian packages need root: without root it warns, and fails only when CI is set), vet, build k6 and the demo service, the thresholds helper's unit tests (node --test), unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the run engine's ingest (internal/engine) without -race (heap bound), every fuzz target for 3 s (make fuzz for longer), then end-to-end tests (real k6, PostgreSQL, InfluxDB, Apache Otava, actionlint, kubeconform, the short live harness) one package at a time
+## test: make deps (quick when all is installed; Debian packages need root: without root it warns, and fails only when CI is set; the tests of PostgreSQL, Chromium, Apache Otava and the corpus then skip, while node, gcc and shellcheck stay required), vet, build k6 and the demo service, the thresholds helper's unit tests (node --test), unit tests with -race (both modules; the detector's without it, with the JMH corpus checks), an hour of samples through the run engine's ingest (internal/engine) without -race (heap bound), every fuzz target for 3 s (make fuzz for longer), then end-to-end tests (real k6, PostgreSQL, InfluxDB, Apache Otava, actionlint, kubeconform, the short live harness) one package at a time
 .PHONY: test
 # deps first, then the rest (as prerequisites, make -j would run deps's own
 # make tools beside this one's)
@@ -174,6 +174,7 @@ LIVE_CASES ?= all
 # the harness runs as a binary of its own, not under go run: go run does not
 # pass a SIGTERM on, and the harness must get it to stop its services and k6
 LIVE_BIN := .cache/bin/live
+## live-bin: build the live harness binary into .cache/bin/live (make live builds it first)
 .PHONY: live-bin
 live-bin:
 	@mkdir -p .cache/bin

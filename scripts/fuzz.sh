@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every Go fuzz target of the repository for FUZZTIME each (default 5s),
-# one at a time (make test: 5s each; make fuzz: longer). A target fails on a
+# one at a time (make test: 3s each; make fuzz: longer). A target fails on a
 # failing input, which `go test -fuzz` writes to the package's
 # testdata/fuzz/<target>/ (commit it: it becomes a regression seed).
 #
