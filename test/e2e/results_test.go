@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,7 +201,20 @@ func TestResultsSegmentsMergeCompareReport(t *testing.T) {
 		require.GreaterOrEqual(t, float64(v[0]), 0.98*schedule, "%s started and dropped iterations", what)
 	}
 	require.Positive(t, ms.Count)
-	require.InEpsilon(t, ws.P50, ms.P50, 0.25, "steady median of the merged segments vs the whole run")
+	// the merged steady distribution is the union of the segments': its
+	// median lies between theirs (up to the histograms' 2 significant
+	// digits), whatever the machine did during either run
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := range segs {
+		if s := segs[i].Scenarios["load"].Regimes["steady"]; s.Count > 0 {
+			lo, hi = min(lo, s.P50), max(hi, s.P50)
+		}
+	}
+	require.GreaterOrEqual(t, ms.P50, lo*0.99, "merged steady median within the segments' (%.3f-%.3f ms)", lo, hi)
+	require.LessOrEqual(t, ms.P50, hi*1.01, "merged steady median within the segments' (%.3f-%.3f ms)", lo, hi)
+	// and close to one process running the whole test: another run, on 2
+	// shared cores, so only within a factor 1.5 (the level is 3 ms)
+	require.InEpsilon(t, ws.P50, ms.P50, 0.5, "steady median of the merged segments vs the whole run")
 	var reqCount int64
 	for _, r := range m.Requests {
 		reqCount += r.Count
