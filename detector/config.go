@@ -269,7 +269,7 @@ func ServiceConfig() Config {
 	c.TrendTolerance = 0.16
 	c.RelapseTolerance = 0.5
 	c.StableWindows = 9
-	c.SettleWindows = 12
+	c.SettleWindows = 11
 	c.RelapseWindows = relapseWindowsService
 	c.NoiseZ = 3
 	c.SearchWindows = 128

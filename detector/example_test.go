@@ -47,9 +47,9 @@ func Example_service() {
 	// cold -> warmup (cold_end) decided at 0 s, from 0 s
 	// warmup -> steady (steady) decided at 9 s, from 0 s
 	// steady -> warmup (relapse) decided at 17 s, from 10 s
-	// warmup -> steady (steady) decided at 29 s, from 10 s
+	// warmup -> steady (steady) decided at 28 s, from 10 s
 	// class: warmup relapses: 1
-	// tagged cold, warmup, steady: 5 4216 7779
+	// tagged cold, warmup, steady: 5 4015 7980
 }
 
 // The settled view of a finished run, with all of it in hand: the same

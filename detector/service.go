@@ -40,7 +40,7 @@ import (
 //     detector has seen. A segment reached after a transient (the level
 //     before it lies outside twice the band, or a tail before it beyond
 //     four tail bands, a factor (1+tail_tolerance)^4) must hold
-//     settle_windows (12): warm-
+//     settle_windows (11): warm-
 //     ups come in stages (interpreter, C1, C2), and the level that follows
 //     the first fast drop is often an intermediate one (HotSpot services
 //     improved by another 20-30% for 7-17 s after it in the live harness).

@@ -403,7 +403,7 @@ func TestServiceImprovementIsNoRelapse(t *testing.T) {
 // times slower than what follows with a cold tail of 80 times the level at
 // its start, is a visible transient even when the cold tail ends inside it
 // and its windows wander by +-10% from second to second (which widens the
-// level band): the level after it needs settle_windows (12), not
+// level band): the level after it needs settle_windows (11), not
 // stable_windows (9).
 func TestServiceTransientInTheColdTail(t *testing.T) {
 	t.Parallel()
@@ -434,7 +434,7 @@ func TestServiceTransientInTheColdTail(t *testing.T) {
 // median (within twice the level band) but with 2% of its requests 40
 // times slower, as a JIT's first second (a tail about 30 times the
 // settled one): a visible transient, the level after it needs
-// settle_windows (12). The same first second with those requests 7 or 15
+// settle_windows (11). The same first second with those requests 7 or 15
 // times slower (a tail 5 or 11 times the settled one, as the first
 // connections of a pool give: out of the segment, within four tail
 // bands) is not: stable_windows (9).

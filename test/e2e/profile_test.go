@@ -135,7 +135,7 @@ func TestProfileGates(t *testing.T) {
 	}
 	// the prior: no online steady state before the profile's warm-up end
 	// (~2 s), and then prior_windows (2) windows of 250 ms at the profile's
-	// level instead of settle_windows (12) after the step's transient
+	// level instead of settle_windows (11) after the step's transient
 	sc := s.Scenarios["load"]
 	require.NotNil(t, sc.TTSSMs)
 	require.NotNil(t, sc.DeclaredMs)
