@@ -253,7 +253,7 @@ const relapseWindowsService = 10
 // of one-second blocks moves +-15-25% in waves of 5-30 s): windows are a
 // second long (and at least 20 observations), and levels within 25% are the
 // same level. A first level must hold 9 windows (a service can start on a
-// cold plateau); a level reached after a visible warm-up, 12 (JIT warm-ups
+// cold plateau); a level reached after a visible warm-up, 11 (JIT warm-ups
 // come in stages: on 2 shared cores HotSpot services went on improving by
 // 20-30% for 7-17 s after their first fast drop). Steady state is lost only
 // when the level moves by half (relapse_tolerance 0.5) for 10 window
