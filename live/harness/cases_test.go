@@ -36,6 +36,19 @@ func TestCaseGroups(t *testing.T) {
 			t.Errorf("held-out case %s is not in all", c.Name)
 		}
 	}
+	unseen, err := SelectCases("unseen")
+	if err != nil || len(unseen) != len(UnseenCases()) || len(unseen) == 0 {
+		t.Fatalf("SelectCases(unseen) = %d cases, %v", len(unseen), err)
+	}
+	inHeldOut := map[string]bool{}
+	for _, c := range HeldOutCases() {
+		inHeldOut[c.Name] = true
+	}
+	for _, c := range unseen {
+		if !inHeldOut[c.Name] {
+			t.Errorf("unseen case %s is not held out", c.Name)
+		}
+	}
 	long, err := SelectCases("long")
 	if err != nil {
 		t.Fatal(err)

@@ -189,6 +189,6 @@ func TestBadInput(t *testing.T) {
 	t.Run("unknown case", func(t *testing.T) {
 		_, err := harness.SelectCases("go-flat/open,nope")
 		require.ErrorContains(t, err, `unknown case "nope"`)
-		require.ErrorContains(t, err, "valid: all, short, heldout, long, go-io/open, go-flat/open")
+		require.ErrorContains(t, err, "valid: all, short, heldout, unseen, long, go-io/open, go-flat/open")
 	})
 }

@@ -3,7 +3,7 @@
 // repeated runs, judges the regime tags against an offline reference of the
 // whole run, and prints the figures per run and a table per case.
 //
-//	go run ./live/cmd/live [-cases all|short|heldout|long|NAME,...] [-runs 5] [-out DIR] [-k6 ./k6]
+//	go run ./live/cmd/live [-cases all|short|heldout|unseen|long|NAME,...] [-runs 5] [-out DIR] [-k6 ./k6]
 //
 // Exit status: 0 when every must-show check passed on every run, 1 when one
 // failed, 2 on bad usage or when a run gave nothing to judge (a service that
@@ -34,7 +34,7 @@ func main() {
 }
 
 func run() int {
-	cases := flag.String("cases", "all", "cases to run: all, short, heldout, long (three cases at 5 minutes, not in all), or names separated by commas")
+	cases := flag.String("cases", "all", "cases to run: all, short, heldout, unseen (the last three held-out services, in heldout and all), long (three cases at 5 minutes, not in all), or names separated by commas")
 	runs := flag.Int("runs", 5, "repeated runs per case (1-50)")
 	profiles := flag.String("profiles", "", "run each case with the profile DIR/<case>.json (case name with - for /; made by -profile, or by k6 x regime profile\n"+
 		"from earlier runs of the case) as NAME+profile; -from with both batches' figures.json then judges both against the consensus of all their runs")

@@ -3,7 +3,7 @@
 // gets hot, so its latency warms up.
 //
 //   java LiveServer.java is not how it runs: `javac -d OUT LiveServer.java`,
-//   then `java -cp OUT LiveServer --mix sha|mixed [--port N]`
+//   then `java -cp OUT LiveServer --mix sha|mixed|maps|alloc [--port N]`
 //
 // Mixes:
 //   sha    SHA-256 over an 8 KiB body, chained 8 times (MessageDigest)
@@ -14,6 +14,12 @@
 //   maps   sum 200 decimal amounts (BigDecimal) by key in a TreeMap, join a
 //          range of it with a StringJoiner and split it again: boxed
 //          arithmetic, comparisons and string building
+//   alloc  parse 300 generated log lines (split, parseInt) into short-lived
+//          records, group them by user in a HashMap of ArrayLists, sum and
+//          rank the users through a stream: an allocation-heavy handler
+//          whose young collections and C2's escape analysis (allocations
+//          removed from compiled code) shape its warm-up (written
+//          2026-11-29, after the service method's last change: held out)
 //
 // Listens on 127.0.0.1 (port 0 picks a free one) and prints
 // "listening on 127.0.0.1:PORT" once it accepts connections. GET /health
@@ -136,6 +142,34 @@ public final class LiveServer {
         return "{\"keys\":" + totals.size() + ",\"parts\":" + parts.length + ",\"head\":" + joined + "}";
     }
 
+    record Event(String user, String kind, int amount, long at) {}
+
+    static final String[] KINDS = {"view", "click", "buy", "refund"};
+
+    static String alloc(long n) {
+        long x = n * 0x9E3779B97F4A7C15L + 11;
+        Map<String, List<Event>> byUser = new HashMap<>();
+        for (int i = 0; i < 300; i++) {
+            x ^= x << 13; x ^= x >>> 7; x ^= x << 17;
+            String line = "u" + ((x >>> 35) % 60) + ";" + KINDS[(int) ((x >>> 20) & 3)] + ";" + ((x >>> 8) % 5000) + ";" + (n * 1000 + i);
+            String[] f = line.split(";");
+            Event e = new Event(f[0], f[1], Integer.parseInt(f[2]), Long.parseLong(f[3]));
+            byUser.computeIfAbsent(e.user(), k -> new ArrayList<>()).add(e);
+        }
+        List<Map.Entry<String, Integer>> top = byUser.entrySet().stream()
+                .map(en -> Map.entry(en.getKey(), en.getValue().stream()
+                        .mapToInt(ev -> ev.kind().equals("refund") ? -ev.amount() : ev.amount()).sum()))
+                .sorted(Map.Entry.<String, Integer>comparingByValue().reversed().thenComparing(Map.Entry.comparingByKey()))
+                .limit(5)
+                .collect(Collectors.toList());
+        StringBuilder sb = new StringBuilder("{\"users\":").append(byUser.size()).append(",\"top\":[");
+        for (int i = 0; i < top.size(); i++) {
+            if (i > 0) sb.append(',');
+            sb.append("[\"").append(top.get(i).getKey()).append("\",").append(top.get(i).getValue()).append(']');
+        }
+        return sb.append("]}").toString();
+    }
+
     static void answer(HttpExchange ex, int status, String body, String type) throws IOException {
         byte[] b = (body + "\n").getBytes(StandardCharsets.UTF_8);
         ex.getResponseHeaders().set("Content-Type", type);
@@ -154,12 +188,12 @@ public final class LiveServer {
             } else if (args[i].equals("--port") && i + 1 < args.length) {
                 port = Integer.parseInt(args[++i]);
             } else {
-                System.err.println("LiveServer: unknown argument " + args[i] + " (valid: --mix sha|mixed|maps, --port N)");
+                System.err.println("LiveServer: unknown argument " + args[i] + " (valid: --mix sha|mixed|maps|alloc, --port N)");
                 System.exit(2);
             }
         }
-        if (!mix.equals("sha") && !mix.equals("mixed") && !mix.equals("maps")) {
-            System.err.println("LiveServer: --mix must be sha, mixed or maps, got " + mix);
+        if (!mix.equals("sha") && !mix.equals("mixed") && !mix.equals("maps") && !mix.equals("alloc")) {
+            System.err.println("LiveServer: --mix must be sha, mixed, maps or alloc, got " + mix);
             System.exit(2);
         }
         for (int i = 0; i < BODY.length; i++) BODY[i] = (byte) (i * 31);
@@ -186,6 +220,7 @@ public final class LiveServer {
                 String body = switch (theMix) {
                     case "sha" -> sha(n);
                     case "maps" -> maps(n);
+                    case "alloc" -> alloc(n);
                     default -> mixed(n, ex.getRequestURI().getRawQuery());
                 };
                 answer(ex, 200, body, "application/json");

@@ -7,7 +7,7 @@ different noise from Go's, V8's or HotSpot's.
 Each request builds a catalogue of 80 records, sorts it, serialises it to
 JSON and parses it back, and scans the names with a regular expression.
 
-    python3 server.py [--port N] [--pg URL]   (127.0.0.1; port 0 picks a free one)
+    python3 server.py [--port N] [--pg URL | --sqlite]   (127.0.0.1; port 0 picks a free one)
 
 With --pg (the python-pg case) each request instead reads a range of 40 rows
 of a 200,000-row table from PostgreSQL through a pool of at most 8
@@ -16,11 +16,20 @@ python3-psycopg2): the cold start of a database-backed service, a pool that
 fills under load and new backends whose catalogue and plan caches are empty,
 under the interpreter's own noise.
 
+With --sqlite (the python-sqlite case, written 2026-11-29 after the service
+method's last change: held out) each request reads a range of 40 rows of a
+200,000-row SQLite table (the standard library's sqlite3; a database file in
+a temporary folder, created at start and removed at exit) through a
+connection of its own thread, opened on the thread's first request: every
+new keep-alive connection of k6 starts a thread whose SQLite connection has
+an empty page cache (2 MiB, of a 30 MiB file) and no prepared statements.
+
 Prints "listening on 127.0.0.1:PORT" once it accepts connections.
 GET /health answers without work.
 """
 import json
 import re
+import signal
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -109,6 +118,41 @@ class PGStore:
         return {"from": lo, "groups": [[g, c, round(a, 3), m] for g, c, a, m in rows]}
 
 
+class SQLiteStore:
+    """The python-sqlite store: a table written at start to a database file
+    in a temporary folder, read through a connection per thread."""
+
+    def __init__(self):
+        import os
+        import sqlite3
+        import tempfile
+        self.sqlite3 = sqlite3
+        self.dir = tempfile.TemporaryDirectory(prefix="live-sqlite-")
+        self.path = os.path.join(self.dir.name, "items.db")
+        conn = sqlite3.connect(self.path)
+        conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                     "score REAL NOT NULL, grp INTEGER NOT NULL, pad TEXT NOT NULL)")
+        conn.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?)",
+                         ((i, "item-%d" % i, (i * 7919 % 10007) / 97.0, i % 13, ("%032x" % (i * 2654435761)) * 4)
+                          for i in range(1, PG_ROWS + 1)))
+        conn.commit()
+        conn.execute("ANALYZE")
+        conn.close()
+        self.local = threading.local()
+
+    def handle(self, n):
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = self.local.conn = self.sqlite3.connect(self.path)
+        lo = (n * 2654435761) % (PG_ROWS - PG_SPAN) + 1
+        rows = conn.execute("SELECT grp, count(*), avg(score), max(name) FROM items "
+                            "WHERE id BETWEEN ? AND ? GROUP BY grp ORDER BY grp", (lo, lo + PG_SPAN - 1)).fetchall()
+        return {"from": lo, "groups": [[g, c, round(a, 3), m] for g, c, a, m in rows]}
+
+    def close(self):
+        self.dir.cleanup()
+
+
 STORE = None
 
 
@@ -157,6 +201,7 @@ def main():
     global STORE
     port = 0
     pg = None
+    sqlite = False
     args = sys.argv[1:]
     i = 0
     while i < len(args):
@@ -172,9 +217,24 @@ def main():
         elif args[i] == "--pg" and i + 1 < len(args):
             pg = args[i + 1]
             i += 2
+        elif args[i] == "--sqlite":
+            sqlite = True
+            i += 1
         else:
-            sys.stderr.write("server.py: unknown argument %s (valid: --port N, --pg URL)\n" % args[i])
+            sys.stderr.write("server.py: unknown argument %s (valid: --port N, --pg URL, --sqlite)\n" % args[i])
             sys.exit(2)
+    if pg is not None and sqlite:
+        sys.stderr.write("server.py: --pg and --sqlite are exclusive: give one store\n")
+        sys.exit(2)
+    if sqlite:
+        # the harness stops a service with SIGTERM: leave through the
+        # finally below, which removes the database's folder
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        try:
+            STORE = SQLiteStore()
+        except Exception as e:
+            sys.stderr.write("server.py: --sqlite: writing the table: %s\n" % e)
+            sys.exit(1)
     if pg is not None:
         try:
             STORE = PGStore(pg)
@@ -195,6 +255,9 @@ def main():
         srv.serve_forever()
     except KeyboardInterrupt:
         pass
+    finally:
+        if isinstance(STORE, SQLiteStore):
+            STORE.close()
 
 
 if __name__ == "__main__":
