@@ -175,13 +175,16 @@ func HeldOutCases() []Case {
 // handler made of regular expressions (irregexp compiles them to native
 // code once hot) and CPython reading SQLite through a connection per
 // thread, each opened with an empty page cache on the thread's first
-// request.
+// request. Open (500 requests/s, 90 s) and closed (4 VUs, 60 s).
 func UnseenCases() []Case {
 	open := Open(OpenDuration)
 	return []Case{
 		{Name: "jvm-alloc/open", Service: JVMAlloc, Load: open, Kind: KindWarmup},
 		{Name: "node-md/open", Service: NodeMD, Load: open, Kind: KindWarmup},
 		{Name: "python-sqlite/open", Service: PythonSQLite, Load: open, Kind: KindWarmup},
+		{Name: "jvm-alloc/closed-4", Service: JVMAlloc, Load: Closed(4, 900_000, ClosedDuration), Kind: KindWarmup},
+		{Name: "node-md/closed-4", Service: NodeMD, Load: Closed(4, 900_000, ClosedDuration), Kind: KindWarmup},
+		{Name: "python-sqlite/closed-4", Service: PythonSQLite, Load: Closed(4, 900_000, ClosedDuration), Kind: KindWarmup},
 	}
 }
 

@@ -34,7 +34,7 @@ func main() {
 }
 
 func run() int {
-	cases := flag.String("cases", "all", "cases to run: all, short, heldout, unseen (the last three held-out services, in heldout and all), long (three cases at 5 minutes, not in all), or names separated by commas")
+	cases := flag.String("cases", "all", "cases to run: all, short, heldout, unseen (the last three held-out services, open and closed; in heldout and all), long (three cases at 5 minutes, not in all), or names separated by commas")
 	runs := flag.Int("runs", 5, "repeated runs per case (1-50)")
 	profiles := flag.String("profiles", "", "run each case with the profile DIR/<case>.json (case name with - for /; made by -profile, or by k6 x regime profile\n"+
 		"from earlier runs of the case) as NAME+profile; -from with both batches' figures.json then judges both against the consensus of all their runs")
