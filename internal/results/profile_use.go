@@ -106,8 +106,8 @@ const minPriorBand = 0.10
 // short or too sparse for it), the later of their median settled boundary
 // and where their averaged curve settles, WelchEndMs), and a level within
 // [LevelMs*(1+Low), LevelMs*(1+High)] is the steady state the runs settled
-// at (their levels' spread widened by how far steady blocks wander, at
-// least +-10%). Ok is false when the profile's runs had no settled steady
+// at (on each side the largest of their levels' spread, how far their steady
+// block medians wander and 10%). Ok is false when the profile's runs had no settled steady
 // state there.
 type Prior struct {
 	WarmupMs, LevelMs, Low, High float64
