@@ -19,9 +19,10 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 # Node.js: make test runs the thresholds helpers' tests with it (and the
 # live harness's V8 services)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
-# the live harness's JIT services: a JDK (javac, java); make live only
+# the live harness's JIT services: a JDK (javac, java); make test starts
+# each handler mix once (live/harness TestServicesAnswer)
+command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
 need_live=()
-command -v javac >/dev/null 2>&1 || need_live+=(default-jdk-headless)
 # the python-pg case's PostgreSQL driver, for Debian's own python3 (a pyenv
 # python3 on PATH does not see it; the harness looks in both)
 { python3 -c 'import psycopg2' >/dev/null 2>&1 || /usr/bin/python3 -c 'import psycopg2' >/dev/null 2>&1; } ||
