@@ -67,8 +67,8 @@ def handle(seed):
     return {"n": len(back), "matched": matched, "sum": total, "top": back[0]["name"]}
 
 
-PG_ROWS = 200000
-PG_SPAN = 40
+TABLE_ROWS = 200000
+TABLE_SPAN = 40
 PG_POOL = 8
 
 
@@ -89,7 +89,7 @@ class PGStore:
             cur.execute("CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL, "
                         "score float8 NOT NULL, grp int NOT NULL, pad text NOT NULL)")
             cur.execute("INSERT INTO items SELECT i, 'item-' || i, (i * 7919 %% 10007) / 97.0, i %% 13, "
-                        "repeat(md5(i::text), 4) FROM generate_series(1, %s) AS i", (PG_ROWS,))
+                        "repeat(md5(i::text), 4) FROM generate_series(1, %s) AS i", (TABLE_ROWS,))
             cur.execute("ANALYZE items")
         conn.close()
         self.url = url
@@ -98,7 +98,7 @@ class PGStore:
         self.slots = threading.BoundedSemaphore(PG_POOL)
 
     def handle(self, n):
-        lo = (n * 2654435761) % (PG_ROWS - PG_SPAN) + 1
+        lo = (n * 2654435761) % (TABLE_ROWS - TABLE_SPAN) + 1
         with self.slots:  # at most PG_POOL connections, opened when none is idle
             with self.lock:
                 conn = self.idle.pop() if self.idle else None
@@ -108,7 +108,7 @@ class PGStore:
             try:
                 with conn.cursor() as cur:
                     cur.execute("SELECT grp, count(*), avg(score), max(name) FROM items "
-                                "WHERE id BETWEEN %s AND %s GROUP BY grp ORDER BY grp", (lo, lo + PG_SPAN - 1))
+                                "WHERE id BETWEEN %s AND %s GROUP BY grp ORDER BY grp", (lo, lo + TABLE_SPAN - 1))
                     rows = cur.fetchall()
             except Exception:
                 conn.close()
@@ -134,7 +134,7 @@ class SQLiteStore:
                      "score REAL NOT NULL, grp INTEGER NOT NULL, pad TEXT NOT NULL)")
         conn.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?)",
                          ((i, "item-%d" % i, (i * 7919 % 10007) / 97.0, i % 13, ("%032x" % (i * 2654435761)) * 4)
-                          for i in range(1, PG_ROWS + 1)))
+                          for i in range(1, TABLE_ROWS + 1)))
         conn.commit()
         conn.execute("ANALYZE")
         conn.close()
@@ -144,9 +144,9 @@ class SQLiteStore:
         conn = getattr(self.local, "conn", None)
         if conn is None:
             conn = self.local.conn = self.sqlite3.connect(self.path)
-        lo = (n * 2654435761) % (PG_ROWS - PG_SPAN) + 1
+        lo = (n * 2654435761) % (TABLE_ROWS - TABLE_SPAN) + 1
         rows = conn.execute("SELECT grp, count(*), avg(score), max(name) FROM items "
-                            "WHERE id BETWEEN ? AND ? GROUP BY grp ORDER BY grp", (lo, lo + PG_SPAN - 1)).fetchall()
+                            "WHERE id BETWEEN ? AND ? GROUP BY grp ORDER BY grp", (lo, lo + TABLE_SPAN - 1)).fetchall()
         return {"from": lo, "groups": [[g, c, round(a, 3), m] for g, c, a, m in rows]}
 
     def close(self):
