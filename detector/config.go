@@ -189,6 +189,19 @@ type Config struct {
 	PriorLevelLow  float64 `json:"prior_level_low"`
 	PriorLevelHigh float64 `json:"prior_level_high"`
 	PriorWindows   int     `json:"prior_windows"`
+	// PriorDrift (off at 0, the preset): the machine's speed moves between
+	// the profile's runs and this one (on this project's 2-core machines,
+	// settled levels of the same binaries moved by x1.03-1.21 within the
+	// hour, x1.5-2.1 over a few hours; a profile learnt on another machine
+	// may be further off). With it, a segment at another level still takes
+	// the prior when it is one level since the prior warm-up end (the
+	// search's first window, no visible transient before it) and its
+	// level lies within the prior's band widened by this factor on each
+	// side (0.5: up to 1.5 times the band's top, down to its bottom over
+	// 1.5). It cannot tell a slower machine from a warm-up that outlasts
+	// the profile's and falls smoothly: on fresh runs it met more profile
+	// checks and tagged more warm-up steady (driftedPrior).
+	PriorDrift float64 `json:"prior_drift"`
 	// ColdFactor: an initial observation more than ColdFactor times slower
 	// than a later one belongs to the cold tail.
 	ColdFactor float64 `json:"cold_factor"`
@@ -391,6 +404,7 @@ func (c Config) Validate() []error {
 	if c.PriorLevel > 0 {
 		intIn("prior_windows", c.PriorWindows, 2, 1000)
 	}
+	floatIn("prior_drift", c.PriorDrift, 0, 10, false)
 	if c.Method == MethodService {
 		if c.SettleWindows*2 > c.MaxWindows {
 			errs = append(errs, fmt.Errorf("settle_windows (%d) must be at most half of max_windows (%d)", c.SettleWindows, c.MaxWindows))

@@ -607,6 +607,67 @@ func TestServicePrior(t *testing.T) {
 	require.ErrorContains(t, errors.Join(bench.Validate()...), `prior_warmup and prior_level need method "service"`)
 }
 
+// TestServicePriorDrift: with prior_drift, a run on a machine slower or
+// faster than the profile's runs' takes the prior at its own level when
+// that level is one since the prior warm-up end and within the band
+// widened by prior_drift; a warm-up still falling into the prior's end in a
+// visible step does not, nor a new warm-up against a flat service's
+// profile. A warm-up twice as long that falls smoothly is declared at the
+// prior's end all the same: the limit that leaves it off in the preset.
+func TestServicePriorDrift(t *testing.T) {
+	t.Parallel()
+	prior := func(warmup time.Duration, drift float64) Config {
+		cfg := ServiceConfig()
+		cfg.PriorWarmup = Duration(warmup)
+		cfg.PriorLevel = 1
+		cfg.PriorLevelLow, cfg.PriorLevelHigh = -0.15, 0.15
+		cfg.PriorDrift = drift
+		return cfg
+	}
+	require.Zero(t, ServiceConfig().PriorDrift, "off in the preset")
+	level := func(v float64) func(float64) float64 { return func(float64) float64 { return v } }
+	for seed := uint64(1); seed <= 3; seed++ {
+		name := fmt.Sprintf("seed %d", seed)
+		run := func(l func(float64) float64, cfg Config) float64 {
+			res := stream{rate: 500, secs: 60, level: l}.run(t, seed, cfg)
+			require.Equal(t, Steady, res.snap.Regime, name)
+			return res.declared()
+		}
+		// 30% and 60% slower than the profile's runs, 30% faster
+		require.InDelta(t, 12, run(level(1.3), prior(10*time.Second, 0.5)), 0.6, "%s: x1.3", name)
+		require.InDelta(t, 12, run(level(1.6), prior(10*time.Second, 0.5)), 0.6, "%s: x1.6", name)
+		require.InDelta(t, 12, run(level(0.7), prior(10*time.Second, 0.5)), 0.6, "%s: x0.7", name)
+		require.InDelta(t, 19, run(level(1.3), prior(10*time.Second, 0)), 0.6, "%s: x1.3 without drift", name)
+		// beyond the widened band (its top 1.15 x 1.5): its own evidence
+		require.InDelta(t, 19, run(level(2), prior(10*time.Second, 0.5)), 0.6, "%s: x2", name)
+		// a flat service's profile (no warm-up), the machine 30% slower
+		require.InDelta(t, 2, run(level(1.3), prior(0, 0.5)), 0.6, "%s: flat profile, x1.3", name)
+		// a flat service's profile, and the run has a warm-up of its own
+		require.Greater(t, run(func(t float64) float64 { return 1 + 2*math.Exp(-t/3) }, prior(0, 0.5)), 8.0,
+			"%s: a new warm-up", name)
+		// a warm-up twice as long as the profile's, in steps: the step
+		// before the prior's end is a visible transient
+		steps := func(t float64) float64 {
+			switch {
+			case t < 10:
+				return 3
+			case t < 20:
+				return 1.5
+			}
+			return 1
+		}
+		require.Greater(t, run(steps, prior(10*time.Second, 0.5)), 20.5, "%s: steps twice as long", name)
+		// twice as long and smooth: declared at the prior's end, as the
+		// comment on prior_drift says (19 s without the drift)
+		smooth := func(t float64) float64 { return 1 + 2*math.Exp(-t/6) }
+		require.InDelta(t, 12, run(smooth, prior(10*time.Second, 0.5)), 0.6, "%s: smooth, twice as long", name)
+		require.InDelta(t, 19, run(smooth, prior(10*time.Second, 0)), 0.6, "%s: smooth, twice as long, without drift", name)
+	}
+	bad := ServiceConfig()
+	bad.PriorDrift = -0.1
+	require.ErrorContains(t, errors.Join(bad.Validate()...), "prior_drift")
+}
+
 // TestServiceDrift: at the end of a run, Drift compares the thirds of the
 // final steady state and how monotone it is. A lasting shift of +35% in the
 // middle of the run is no drift; a linear rise or a square root's is; a
