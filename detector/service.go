@@ -552,12 +552,17 @@ func (d *Detector) svcClass(g svcSegment) Class {
 
 // atPriorLevel reports whether a log level lies within the prior's band of
 // levels (false without a prior level).
-func (d *Detector) atPriorLevel(level float64) bool {
+func (d *Detector) atPriorLevel(level float64) bool { return d.inPriorBand(level, 0) }
+
+// inPriorBand reports whether a log level lies within the prior's band
+// widened by widen (a log factor) on each side (false without a prior
+// level).
+func (d *Detector) inPriorBand(level, widen float64) bool {
 	if d.cfg.PriorLevel <= 0 {
 		return false
 	}
 	p := math.Log(d.cfg.PriorLevel)
-	return level >= p+math.Log1p(d.cfg.PriorLevelLow) && level <= p+math.Log1p(d.cfg.PriorLevelHigh)
+	return level >= p+math.Log1p(d.cfg.PriorLevelLow)-widen && level <= p+math.Log1p(d.cfg.PriorLevelHigh)+widen
 }
 
 // driftedPrior reports whether the segment takes the prior at a level
@@ -568,9 +573,9 @@ func (d *Detector) atPriorLevel(level float64) bool {
 // before whose median lies more than twice the level band from the
 // segment's, or whose tail is a JIT's; a warm-up still falling into the
 // prior's end in such a step is judged without the prior). What it cannot
-// tell apart: a warm-up longer than the
-// profile's that falls by less than the level band per window after the
-// prior's end, which is then declared there (TestServicePriorDrift; the
+// tell apart: a warm-up longer than the profile's that falls by less than
+// the level band per window after the prior's end, which is then declared
+// there (TestServicePriorDrift; the
 // profile gate's TTSS check sets the settled TTSS, from the whole run,
 // against the profile's). Measured with 0.5 (docs/tag-quality.md, "A prior
 // that tolerates the machine's speed"): replayed on the profiled runs recorded
@@ -583,11 +588,10 @@ func (d *Detector) atPriorLevel(level float64) bool {
 // against 2 (`jvm-sha`, whose runs warmed up until 11-22 s against its
 // profile's 4 s, 5 of 5): so the preset leaves it off.
 func (d *Detector) driftedPrior(g svcSegment) bool {
-	if d.cfg.PriorLevel <= 0 || d.cfg.PriorDrift <= 0 || g.from != g.lo || g.s != 0 {
+	if d.cfg.PriorDrift <= 0 || g.from != g.lo || g.s != 0 {
 		return false
 	}
-	p, w := math.Log(d.cfg.PriorLevel), math.Log1p(d.cfg.PriorDrift)
-	return g.level >= p+math.Log1p(d.cfg.PriorLevelLow)-w && g.level <= p+math.Log1p(d.cfg.PriorLevelHigh)+w
+	return d.inPriorBand(g.level, math.Log1p(d.cfg.PriorDrift))
 }
 
 // relapseSpan is how many of the newest windows the relapse rule takes the
