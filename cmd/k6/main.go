@@ -19,5 +19,15 @@ func main() {
 	if _, set := os.LookupEnv("K6_NO_USAGE_REPORT"); !set {
 		_ = os.Setenv("K6_NO_USAGE_REPORT", "true")
 	}
+	// k6 v2 also provisions a binary from Grafana's build service
+	// (K6_BUILD_SERVICE_URL, by default https://ingest.k6.io) when a script
+	// imports an extension this binary lacks, or for an unknown `k6 x`
+	// command: traffic beyond the service under test, and another binary
+	// than this one running the test. Off here unless
+	// K6_AUTO_EXTENSION_RESOLUTION=true asks for it; such a script fails
+	// with k6's error naming the missing extension.
+	if _, set := os.LookupEnv("K6_AUTO_EXTENSION_RESOLUTION"); !set {
+		_ = os.Setenv("K6_AUTO_EXTENSION_RESOLUTION", "false")
+	}
 	k6cmd.Execute()
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -61,7 +62,9 @@ detected by the .gz suffix or the gzip magic bytes). One series is one file, or
 one value of the --group column within a file, in file order; lines starting
 with # are comments (so a results folder's series/iterations-*.csv reads as
 is). Prints one JSON object per series; observation indexes are 0-based within
-the series. --tags writes every observation's online tag.`,
+the series. --tags writes every observation's online tag, into a temporary
+file put in place only when every input was read whole (an input with an
+error leaves --tags as it was).`,
 		Args:          usageArgs(cobra.MinimumNArgs(1)),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -173,8 +176,10 @@ func (o *options) run(args []string, stdout, stderr io.Writer, show bool) error 
 	pr.finish()
 	var tagsErr error
 	if o.tags != nil {
-		if err := o.tags.close(); err != nil {
+		if err := o.tags.close(failed == 0); err != nil {
 			tagsErr = fmt.Errorf("--tags %s: %w", o.tagsPath, err)
+		} else if failed > 0 {
+			tagsErr = fmt.Errorf("--tags %s not written: every input must be read whole", o.tagsPath)
 		}
 	}
 	if failed > 0 {
@@ -542,19 +547,29 @@ func (o *options) writeFile(path string, enc *json.Encoder, order []*series, hin
 // tagWriter writes the --tags CSV: one row per observation with the regime
 // it was counted in (the regime in force when it arrived).
 type tagWriter struct {
-	f   *os.File
-	w   *bufio.Writer
-	buf []byte
+	f    *os.File
+	w    *bufio.Writer
+	buf  []byte
+	path string // where the file goes when complete
 }
 
+// newTagWriter writes into a hidden temporary file beside path; close puts
+// it in place only when every input was read (nothing is written half: a
+// failed input, a full disk or an interrupted run leaves path as it was).
 func newTagWriter(path string) (*tagWriter, error) {
-	f, err := os.Create(path) //nolint:gosec // the user's output file
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s is a folder; give a file name", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return nil, err
 	}
-	tw := &tagWriter{f: f, w: bufio.NewWriterSize(f, 1<<16)}
-	_, err = tw.w.WriteString("file,group,index,time,value,regime\n")
-	return tw, err
+	tw := &tagWriter{f: f, w: bufio.NewWriterSize(f, 1<<16), path: path}
+	if _, err = tw.w.WriteString("file,group,index,time,value,regime\n"); err != nil {
+		_ = tw.close(false)
+		return nil, err
+	}
+	return tw, nil
 }
 
 func (tw *tagWriter) write(file, group string, grouped bool, index, t int64, value string, r detector.Regime) {
@@ -587,10 +602,24 @@ func csvField(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-func (tw *tagWriter) close() error {
+// close finishes the file: with keep, renamed onto its path when every
+// byte reached the disk; without (an input failed), or on any error,
+// removed, and the path keeps what it held.
+func (tw *tagWriter) close(keep bool) error {
 	err := tw.w.Flush()
+	if err == nil && keep {
+		err = tw.f.Sync()
+	}
 	if cerr := tw.f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && keep {
+		if err = os.Chmod(tw.f.Name(), 0o644); err == nil { //nolint:gosec // a CSV for the user to read
+			err = os.Rename(tw.f.Name(), tw.path)
+		}
+	}
+	if err != nil || !keep {
+		_ = os.Remove(tw.f.Name())
 	}
 	return err
 }

@@ -331,4 +331,26 @@ func TestTagsAndNoHindsight(t *testing.T) {
 	after, err := os.ReadFile(in)
 	require.NoError(t, err)
 	require.Equal(t, before, after, "the input is untouched")
+
+	// an input with an error leaves --tags as it was: no file when there
+	// was none, the old one when there was, and no temporary file beside it
+	bad := writeFile(t, dir, "bad.csv", "index,n,end_ms,min_ms,median_ms,max_ms,regime\n0,1,1,2,2,2,steady\n1,1,2,2,x,2,steady\n", false)
+	fresh := filepath.Join(dir, "fresh.csv")
+	stdout.Reset()
+	stderr.Reset()
+	code = Run([]string{"--column", "median_ms", "--tags", fresh, in, bad}, &stdout, &stderr)
+	require.Equal(t, 1, code, stderr.String())
+	require.Contains(t, stderr.String(), "--tags "+fresh+" not written")
+	require.NoFileExists(t, fresh, "a failed input writes no --tags file")
+	require.NoError(t, os.WriteFile(fresh, []byte("kept\n"), 0o600))
+	code = Run([]string{"--column", "median_ms", "--tags", fresh, bad}, &stdout, &stderr)
+	require.Equal(t, 1, code, stderr.String())
+	kept, err := os.ReadFile(fresh)
+	require.NoError(t, err)
+	require.Equal(t, "kept\n", string(kept), "the file there before is kept whole")
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		require.False(t, strings.HasPrefix(e.Name(), "."), "temporary file %s left behind", e.Name())
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -158,7 +159,12 @@ func writeFilesAtomic(files map[string][]byte) error {
 	for _, path := range paths {
 		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 		if err != nil {
-			return err
+			// name the path asked for, not the hidden temporary file
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("cannot write %s: %w", path, err)
 		}
 		tmps[path] = f.Name()
 		if _, err := f.Write(files[path]); err != nil {
@@ -327,12 +333,30 @@ func runFolders(args []string) ([]string, error) {
 	return dirs, nil
 }
 
+// sameRuns refuses two folders that hold the same run (a copied folder, or
+// a symbolic link under another name): counted twice, it would pass for
+// one more run of a profile or a history.
+func sameRuns(sums []*results.Summary, dirs []string) error {
+	seen := map[string]string{}
+	for i, s := range sums {
+		if s.RunID == "" {
+			continue
+		}
+		if first, ok := seen[s.RunID]; ok {
+			return fmt.Errorf("%s and %s hold the same run (run_id %s): a copy of a folder, or a link to it; give each run once", first, dirs[i], s.RunID)
+		}
+		seen[s.RunID] = dirs[i]
+	}
+	return nil
+}
+
 // exitSettledGateFailed is gate's failed verdict: k6's own status for
 // crossed thresholds, since gate re-judges what thresholds judged.
 const exitSettledGateFailed = 99
 
 func gateCommand(gs *state.GlobalState) *cobra.Command {
-	var budget, scenario, endpoint string
+	var budget []string
+	var scenario, endpoint string
 	cmd := &cobra.Command{
 		Use:   "gate RESULTS_DIR --budget BUDGETS [--scenario NAME [--endpoint NAME]]",
 		Short: "Judge a results folder's settled steady state against budgets (exit 99 on failure)",
@@ -344,6 +368,7 @@ requests (scope 'endpoint').
 --budget: METRIC OP VALUE, comma-separated, OP one of < <= > >=; metrics
 p50, p90, p95, p99, max, mean (durations: 300ms, 1.5s; a bare number is ms),
 error_rate (0.01 or 1%), ttss. E.g. --budget 'p95<300ms,error_rate<1%,ttss<20s'.
+--budget may be repeated: every budget given is judged.
 A judged view without a settled steady state fails: nothing passes on no
 data. A view of a run cut short is judged and marked partial.
 Exit status: 0 every budget held; 99 a budget failed or a view has no settled
@@ -353,7 +378,7 @@ unknown scenario or endpoint, a summary written before the settled view.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			rules, err := results.ParseLimits(budget)
+			rules, err := results.ParseLimits(strings.Join(budget, ","))
 			if err != nil {
 				return troubleError(err)
 			}
@@ -372,7 +397,7 @@ unknown scenario or endpoint, a summary written before the settled view.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&budget, "budget", "", "budgets, e.g. 'p95<300ms,p99<1s,error_rate<1%,ttss<20s'")
+	cmd.Flags().StringArrayVar(&budget, "budget", nil, "budgets, e.g. 'p95<300ms,p99<1s,error_rate<1%,ttss<20s' (repeatable)")
 	cmd.Flags().StringVar(&scenario, "scenario", "", "judge this scenario only")
 	cmd.Flags().StringVar(&endpoint, "endpoint", "", "with --scenario: judge this endpoint's settled view")
 	return cmd
@@ -476,7 +501,8 @@ p95 / p99, TTSS and cold-start cost, as a before/after table.
 
 --fail-on gives budgets the candidate may exceed the base by. Forms:
 METRIC=+N% (relative to the base) or METRIC=+N (absolute: ms, or a fraction
-for errors), comma-separated, e.g. --fail-on p95=+10%,errors=+0.01,ttss=+20%.
+for errors), comma-separated, e.g. --fail-on p95=+10%,errors=+0.01,ttss=+20%;
+--fail-on may be repeated: every budget given is judged.
 Metrics: p50, p90, p95, p99, p99_9, errors, ttss, cold_start, cold_excess,
 and the settled view's settled_p50, settled_p95, settled_p99, settled_ttss.
 A budget never passes on missing data: a budgeted figure the candidate lacks
@@ -500,7 +526,8 @@ scenario's iteration rate more than 20% from the profile's); 2 bad flags or
 arguments, an unreadable or invalid folder or profile, or a refused base.`
 
 func compareCommand(gs *state.GlobalState) *cobra.Command {
-	var failOn, profile string
+	var failOn []string
+	var profile string
 	var allowIncomplete bool
 	cmd := &cobra.Command{
 		Use:   "compare BASE_DIR CANDIDATE_DIR [--fail-on BUDGETS] | compare --profile profile.json RUN_DIR [--fail-on BUDGETS]",
@@ -515,7 +542,7 @@ func compareCommand(gs *state.GlobalState) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(_ *cobra.Command, args []string) error {
-			budgets, err := results.ParseBudgets(failOn)
+			budgets, err := results.ParseBudgets(strings.Join(failOn, ","))
 			if err != nil {
 				return troubleError(err)
 			}
@@ -529,7 +556,7 @@ func compareCommand(gs *state.GlobalState) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", "", "set RUN_DIR against this profile.json instead of a base run")
-	cmd.Flags().StringVar(&failOn, "fail-on", "", "budgets, e.g. p95=+10%,errors=+0.01,ttss=+20%")
+	cmd.Flags().StringArrayVar(&failOn, "fail-on", nil, "budgets, e.g. p95=+10%,errors=+0.01,ttss=+20% (repeatable)")
 	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete-base", false,
 		"compare against a base run that did not complete (interrupted, aborted, timed out)")
 	return cmd
@@ -600,6 +627,9 @@ func writeHistory(gs *state.GlobalState, args []string, out string, o results.Hi
 			return troubleError(fmt.Errorf("history: %w", err))
 		}
 	}
+	if err := sameRuns(sums, dirs); err != nil {
+		return troubleError(fmt.Errorf("history: %w", err))
+	}
 	h, err := results.BuildHistory(sums, dirs, o)
 	if err != nil {
 		return troubleError(err)
@@ -669,13 +699,16 @@ func writeProfile(gs *state.GlobalState, args []string, out, svg string, o resul
 		}
 		in[i] = results.ProfileInput{Summary: s, Windows: w, Dir: d}
 	}
-	p, err := results.BuildProfile(in, o)
-	if err != nil {
-		return troubleError(err)
-	}
 	sums := make([]*results.Summary, len(in))
 	for i := range in {
 		sums[i] = in[i].Summary
+	}
+	if err := sameRuns(sums, dirs); err != nil {
+		return troubleError(fmt.Errorf("profile: %w", err))
+	}
+	p, err := results.BuildProfile(in, o)
+	if err != nil {
+		return troubleError(err)
 	}
 	if note := results.SchemaNote(sums, dirs); note != "" {
 		fmt.Fprintf(gs.Stderr, "profile: %s\n", note)

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,12 +40,15 @@ func runRegime(t *testing.T, args ...string) (int, string) {
 	return 255, out.String() + err.Error()
 }
 
+var summaryDirs atomic.Int64
+
 // summaryDir writes a results folder holding only summary.json (all that
 // compare reads): scenario load with steady iterations and one request row.
 func summaryDir(t *testing.T, edit func(s *results.Summary)) string {
 	t.Helper()
 	ttss := 1000.0
-	s := &results.Summary{Schema: results.SchemaVersion, RunID: "r", Instances: 1,
+	// each folder a run of its own (profile and history refuse one run twice)
+	s := &results.Summary{Schema: results.SchemaVersion, RunID: fmt.Sprint("run-", summaryDirs.Add(1)), Instances: 1,
 		End: &results.RunEnd{Status: results.EndCompleted},
 		Scenarios: map[string]*results.Scenario{"load": {Class: "warmup", Regime: "steady", Steady: true, TTSSMs: &ttss,
 			Regimes: map[string]*results.Dist{"steady": {Count: 100, P50: 5, P95: 8, P99: 9}}}},
@@ -130,4 +135,84 @@ func TestCompareWarnsOfMixedSchemas(t *testing.T) {
 	code, out = runRegime(t, "compare", cand, summaryDir(t, nil))
 	require.Equal(t, 0, code, out)
 	require.NotContains(t, out, "mix summary.json versions")
+}
+
+// TestUnknownCommandAndRepeatedFlags: a mistyped command and a flag given
+// twice are usage errors (exit 2) naming them, never a silent success;
+// --budget and --fail-on may be repeated and every budget counts.
+func TestUnknownCommandAndRepeatedFlags(t *testing.T) {
+	code, out := runRegime(t, "histroy", "results/")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, `unknown command "histroy"`)
+	require.Contains(t, out, "did you mean history?")
+	code, out = runRegime(t)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "Available Commands")
+
+	ok := summaryDir(t, withSettled(true, false))
+	code, out = runRegime(t, "gate", ok, "--budget", "p95<1s", "--budget", "p95<1ms")
+	require.Equal(t, 99, code, "the first --budget is judged too: %s", out)
+	require.Contains(t, out, "FAIL load settled p95 = 8.000 ms (budget p95<1ms)")
+	require.Contains(t, out, "ok   load settled p95 = 8.000 ms (budget p95<1s)")
+	code, out = runRegime(t, "gate", ok, "--scenario", "load", "--scenario", "other", "--budget", "p95<1s")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, `"--scenario" flag: given twice ("load", then "other")`)
+
+	base, cand := summaryDir(t, nil), summaryDir(t, func(s *results.Summary) { s.Requests[0].P95 = 70 })
+	code, out = runRegime(t, "compare", base, cand, "--fail-on", "p99=+50%", "--fail-on", "p95=+10%")
+	require.Equal(t, 1, code, "the first --fail-on is judged too: %s", out)
+	code, out = runRegime(t, "compare", "--profile", "a.json", "--profile", "b.json", cand)
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "given twice")
+	code, out = runRegime(t, "detect", "--preset", "service", "--preset", "benchmark", "x.csv")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, `"--preset" flag: given twice`)
+}
+
+// TestNoPassOnEmptyFigures: a row of no request has no error rate to pass
+// a budget, and a settled steady state of no iteration (or a negative
+// figure) is a damaged summary, not a pass.
+func TestNoPassOnEmptyFigures(t *testing.T) {
+	base := summaryDir(t, nil)
+	empty := summaryDir(t, func(s *results.Summary) { s.Requests[0].Dist = results.Dist{} })
+	code, out := runRegime(t, "compare", base, empty, "--fail-on", "errors=+0.01")
+	require.Equal(t, 1, code, out)
+	require.NotContains(t, out, "PASS", out)
+
+	zero := summaryDir(t, func(s *results.Summary) {
+		withSettled(true, false)(s)
+		s.Scenarios["load"].Settled.Stats = &results.SettledStats{}
+	})
+	code, out = runRegime(t, "gate", zero, "--budget", "p95<1s")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "counts 0 iterations (settled.stats.count): a damaged summary")
+	negative := summaryDir(t, func(s *results.Summary) {
+		withSettled(true, false)(s)
+		s.Scenarios["load"].Settled.Stats.P95Ms = -5
+	})
+	code, out = runRegime(t, "gate", negative, "--budget", "p95<1s")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "p95 is -5 in the settled view")
+}
+
+// TestSameRunTwice: profile and history refuse a run given twice under
+// another name (a copied folder, a link), as merge does.
+func TestSameRunTwice(t *testing.T) {
+	same := func(s *results.Summary) { withSettled(true, false)(s); s.RunID = "r" }
+	a := summaryDir(t, same)
+	b := summaryDir(t, withSettled(true, false))
+	copyDir := summaryDir(t, same) // a copy of a
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(a, link))
+	out := filepath.Join(t.TempDir(), "h.csv")
+	for _, args := range [][]string{
+		{"history", "--out", out, a, b, copyDir},
+		{"history", "--out", out, a, b, link},
+		{"profile", "--out", filepath.Join(t.TempDir(), "p.json"), a, b, copyDir},
+	} {
+		code, txt := runRegime(t, args...)
+		require.Equal(t, 2, code, "%v: %s", args, txt)
+		require.Contains(t, txt, "hold the same run (run_id r)", "%v", args)
+	}
+	require.NoFileExists(t, out)
 }

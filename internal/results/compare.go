@@ -357,11 +357,19 @@ func (k *comparer) requests() {
 		scope := fmt.Sprintf("%s/%s/%s/%s", orDash(key.phase), orDash(key.endpoint), key.scenario, key.proto)
 		var bd, cd *Dist
 		var be, ce *float64
+		// a row of no request has no error rate (its 0 is no data): the
+		// budget must not pass on it
 		if v[0] != nil {
-			bd, be = &v[0].Dist, fp(v[0].ErrorRate)
+			bd = &v[0].Dist
+			if v[0].Count > 0 {
+				be = fp(v[0].ErrorRate)
+			}
 		}
 		if v[1] != nil {
-			cd, ce = &v[1].Dist, fp(v[1].ErrorRate)
+			cd = &v[1].Dist
+			if v[1].Count > 0 {
+				ce = fp(v[1].ErrorRate)
+			}
 		}
 		for _, m := range latencyFigures {
 			if k.shown[m] {

@@ -177,11 +177,18 @@ func JudgeSettled(s *Summary, rules []LimitRule, scenario, endpoint string) (*Ga
 			res.Unsettled = append(res.Unsettled, fmt.Sprintf("%s: no settled steady state (%s)", label, v.Reason))
 			continue
 		}
+		if v.Stats.Count <= 0 {
+			// a steady state of no iteration: a damaged file, never a pass
+			return nil, fmt.Errorf("%s: the settled steady state counts %d iterations (settled.stats.count): a damaged summary", label, v.Stats.Count)
+		}
 		for _, r := range rules {
 			if err := mergedCanJudge(v, label, r.Metric); err != nil {
 				return nil, err
 			}
 			val := settledFigure(v, r.Metric)
+			if val != nil && !(*val >= 0) {
+				return nil, fmt.Errorf("%s: %s is %g in the settled view: a damaged summary", label, r.Metric, *val)
+			}
 			lv := LimitVerdict{View: label, Rule: r, Value: val}
 			switch {
 			case val == nil:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -41,6 +42,9 @@ func Merge(runs []*Run, names []string) (*Run, error) {
 				"given with one of its sources; give each instance's folder once", first, name, id)
 		}
 		seen[id] = name
+	}
+	if err := shareScenarios(runs, names); err != nil {
+		return nil, err
 	}
 	m := &merger{out: NewRun(), reqRows: map[string]*RequestRow{}, series: map[string][]SeriesPoint{}, starts: map[string]float64{}}
 	unknownStart := map[string]bool{}
@@ -355,6 +359,38 @@ func laterPoint(a, b *Point) *Point {
 	return a
 }
 
+// shareScenarios refuses inputs of different tests: every instance of one
+// test runs its scenarios (an instance whose share of a small scenario is
+// no VU may lack it), so two inputs with no scenario in common are not
+// instances of one test.
+func shareScenarios(runs []*Run, names []string) error {
+	name := func(i int) string {
+		if i < len(names) {
+			return names[i]
+		}
+		return fmt.Sprintf("input %d", i+1)
+	}
+	for i := 1; i < len(runs); i++ {
+		a, b := runs[0].Summary.Scenarios, runs[i].Summary.Scenarios
+		if len(a) == 0 || len(b) == 0 {
+			continue
+		}
+		common := false
+		for sc := range b {
+			if a[sc] != nil {
+				common = true
+				break
+			}
+		}
+		if !common {
+			return fmt.Errorf("merge: %s (scenarios %s) and %s (scenarios %s) have no scenario in common: results of different tests; "+
+				"merge joins the instances of one test", name(0), strings.Join(runs[0].Summary.SortedScenarios(), ", "),
+				name(i), strings.Join(runs[i].Summary.SortedScenarios(), ", "))
+		}
+	}
+	return nil
+}
+
 // CheckMergePaths refuses a merge that would count a folder twice (the same
 // input given twice, under any name) or overwrite anything (an output that
 // exists, an input above all). Every problem is reported.
@@ -372,6 +408,13 @@ func CheckMergePaths(inputs []string, out string) error {
 			if infos[j] != nil && os.SameFile(infos[j], fi) {
 				errs = append(errs, fmt.Errorf("input %s is the same folder as input %s: each instance's results may be merged once", in, inputs[j]))
 				break
+			}
+		}
+	}
+	if ao, err := filepath.Abs(out); err == nil {
+		for _, in := range inputs {
+			if ai, err := filepath.Abs(in); err == nil && strings.HasPrefix(ao, ai+string(filepath.Separator)) {
+				errs = append(errs, fmt.Errorf("--out %s lies inside input %s: merge never writes into its inputs; give a folder outside them", out, in))
 			}
 		}
 	}

@@ -228,6 +228,24 @@ func TestCheckMergePaths(t *testing.T) {
 	require.ErrorContains(t, err, "--out "+a+" is input "+a)
 	require.ErrorIs(t, CheckMergePaths([]string{a}, b), ErrExists)
 	require.ErrorContains(t, CheckMergePaths([]string{filepath.Join(a, "nope")}, filepath.Join(b, "o")), "no such file")
+	require.ErrorContains(t, CheckMergePaths([]string{a, b}, filepath.Join(b, "sub")), "--out "+filepath.Join(b, "sub")+" lies inside input "+b)
+}
+
+// TestMergeRefusesOtherTests: inputs with no scenario in common are no
+// instances of one test; inputs sharing one may differ (an instance whose
+// share of a small scenario was no VU).
+func TestMergeRefusesOtherTests(t *testing.T) {
+	t.Parallel()
+	run := func(id string, scenarios ...string) *Run {
+		s := &Summary{RunID: id, Scenarios: map[string]*Scenario{}}
+		for _, sc := range scenarios {
+			s.Scenarios[sc] = &Scenario{}
+		}
+		return &Run{Summary: s}
+	}
+	_, err := Merge([]*Run{run("a", "gameplay", "warmup"), run("b", "live")}, []string{"A", "B"})
+	require.ErrorContains(t, err, "A (scenarios gameplay, warmup) and B (scenarios live) have no scenario in common")
+	require.NoError(t, shareScenarios([]*Run{run("a", "gameplay", "warmup"), run("b", "gameplay")}, []string{"A", "B"}))
 }
 
 func TestMergeEnds(t *testing.T) {

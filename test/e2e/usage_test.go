@@ -51,3 +51,41 @@ func TestNoUsageReportByDefault(t *testing.T) {
 	out = run("K6_NO_USAGE_REPORT=false")
 	require.Equal(t, int64(1), hits.Load(), "asked for, the usage report was not sent:\n%s", out)
 }
+
+// TestNoExtensionResolutionByDefault: a script importing an extension this
+// binary lacks fails with k6's error naming it; k6 v2's default would ask
+// Grafana's build service (K6_BUILD_SERVICE_URL, here a local server so
+// that the test sees it asked when K6_AUTO_EXTENSION_RESOLUTION=true: the
+// check can fail) to build another binary and run the test with that one.
+func TestNoExtensionResolutionByDefault(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusNotImplemented)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "script.js"),
+		[]byte("import x from 'k6/x/nonexistent';\nexport const options = { iterations: 1 };\nexport default function () {}\n"), 0o600))
+	run := func(extra ...string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, k6Binary(t), "run", "--quiet", "script.js")
+		cmd.Dir = dir
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "K6_AUTO_EXTENSION_RESOLUTION=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, append([]string{"K6_BUILD_SERVICE_URL=" + srv.URL, "K6_NO_USAGE_REPORT=true"}, extra...)...)
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "a script importing a missing extension must fail:\n%s", out)
+		return string(out)
+	}
+	out := run()
+	require.Zero(t, hits.Load(), "the build service was asked by default:\n%s", out)
+	require.Contains(t, out, `unknown modules [\"k6/x/nonexistent\"]`)
+
+	out = run("K6_AUTO_EXTENSION_RESOLUTION=true")
+	require.Positive(t, hits.Load(), "asked for, the build service was not called:\n%s", out)
+}
