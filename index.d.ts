@@ -28,7 +28,7 @@ export interface ScenarioSettings {
 }
 
 export interface Settings extends ScenarioSettings {
-  /** auto: every iteration (default); wrap: only functions passed through wrap(); off: no tag. */
+  /** auto: every iteration (default); wrap: only the iterations that call a function passed through wrap(), from that call to their end; off: no tag. */
   tagging?: 'auto' | 'wrap' | 'off';
   /** Custom metrics aggregated per phase in the summary. */
   track?: string[];

@@ -17,7 +17,7 @@ import (
 //
 // It reads TimeBuckets (an HDR histogram per time bucket of iteration
 // starts), never single samples, so its memory is bounded and its work
-// depends on the number of buckets, not of observations. Four stages:
+// depends on the number of buckets, not of observations. Five stages:
 //
 //  1. blocks (settle_blocks.go): buckets joined into blocks of at least
 //     a second and BlockMinN observations; log median and log tail each;
@@ -44,6 +44,14 @@ import (
 //     95% interval excludes 0), larger than the tolerance and monotone
 //     (Kendall's tau at least 0.75: a drift or a slow ramp, not a level
 //     that switched once).
+//  5. a level that moved for good (settle_shift.go): within the steady
+//     stretch, the last block from which the level lies at least twice
+//     (or half) the level before to the end; the steady state is that
+//     last level when it spans MinFraction of the series, and there is
+//     none otherwise ("reached but not held"). A regression late in the
+//     run widens the second half's envelope (stage 2) to hold itself, and
+//     a level that switched once is no trend (stage 4): without this stage
+//     a tenfold slowdown at 50 s of a 60-s run was settled flat from 0 s.
 //
 // Then: no steady state when the steady stretch spans less than
 // MinFraction of the series (White 1997: a truncation point in the second
@@ -275,6 +283,27 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 			100*out.Trend, 100*out.TrendLow, 100*out.TrendHigh, float64(out.End-start)/1e9, 100*out.Tolerance, tau)
 		return out
 	}
+	// stage 5: a level that moved for good within the stretch; the steady
+	// state, if any, is the last level
+	shifted := false
+	if k, shift, ok := lastShift(ys, first); ok {
+		at := bl[k].start
+		if float64(out.End-at) < cfg.MinFraction*total {
+			out.Reason = fmt.Sprintf("the level moved by %+.0f%% at %.0f s and held to the end: reached but not held "+
+				"(the last level holds %.0f%% of the series, %.0f%% needed)",
+				100*math.Expm1(shift), float64(at-bl[0].start)/1e9, 100*float64(out.End-at)/total, 100*cfg.MinFraction)
+			return out
+		}
+		first, start, shifted = k, at, true
+		warmup = shift < 0 // what came before was slower: still warming up
+		out.MedianBoundary = at
+		out.Level = math.Exp(medianOf(ys[first:]))
+		slope, lo, hi, _ = theilSen(y[first:])
+		span = float64(len(y) - first - 1)
+		if len(y)-first >= 3 {
+			out.Trend, out.TrendLow, out.TrendHigh = math.Expm1(slope*span), math.Expm1(lo*span), math.Expm1(hi*span)
+		}
+	}
 	out.Steady = true
 	// the verdict above is the stretch's from where the series settled; the
 	// guard block moves only where the steady observations start
@@ -285,7 +314,7 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 	}
 	out.SteadyBlocks = len(bl) - first
 	switch {
-	case mFirst == 0:
+	case mFirst == 0 && !shifted:
 		out.Class = Flat
 	case warmup:
 		out.Class = ClassWarmup

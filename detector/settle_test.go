@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -687,4 +688,53 @@ func TestSettleGuardAfterHalfRun(t *testing.T) {
 	require.Equal(t, ClassWarmup, s.Class)
 	require.Equal(t, int64(45e9), s.MedianBoundary)
 	require.Equal(t, int64(46e9), s.Boundary.Time)
+}
+
+// TestSettleLateShiftNotHeld: a service that settled and then moved for
+// good late in the run has no steady state that held ("reached but not
+// held"), whichever way it moved; a move in the first half makes the last
+// level the steady state; a +50% wave that comes back, or one that holds
+// to the end, does not split the run.
+func TestSettleLateShiftNotHeld(t *testing.T) {
+	for _, tc := range []struct {
+		secs            int
+		at, before, aft float64
+		seed            uint64
+	}{
+		{60, 35, 20, 60, 11}, {60, 45, 20, 60, 12}, {60, 50, 20, 200, 13}, {90, 60, 5, 2, 14}, {90, 70, 5, 12, 15},
+	} {
+		s := settleStep(t, tc.secs, tc.at, tc.before, tc.aft, tc.seed)
+		require.False(t, s.Steady, "%+v: %s", tc, s.Reason)
+		require.Equal(t, NoSteadyState, s.Class)
+		require.Contains(t, s.Reason, "reached but not held", "%+v", tc)
+		require.Contains(t, s.Reason, fmt.Sprintf("at %.0f s", tc.at), "%+v", tc)
+	}
+	// in the first half: the last level is the steady state
+	s := settleStep(t, 90, 30, 5, 12, 16)
+	require.True(t, s.Steady, s.Reason)
+	require.Equal(t, Slowdown, s.Class)
+	require.InDelta(t, 30e9, float64(s.Boundary.Time), 1e9)
+	require.InDelta(t, 12, s.Stats.P50, 0.5)
+	s = settleStep(t, 90, 30, 12, 5, 17)
+	require.True(t, s.Steady, s.Reason)
+	require.Equal(t, ClassWarmup, s.Class)
+	require.InDelta(t, 31e9, float64(s.Boundary.Time), 1e9) // the guard block after a warm-up
+	// waves of +50%: one that comes back, one that holds to the end
+	for i, wave := range []func(float64) float64{
+		func(x float64) float64 { return 5 * (1 + 0.5*b2f(x >= 40 && x < 65)) },
+		func(x float64) float64 { return 5 * (1 + 0.5*b2f(x >= 70)) },
+	} {
+		tb := newTB(t)
+		record(tb, 90, 300, wave, uint64(18+i))
+		s := Settle(tb, DefaultSettleConfig())
+		require.True(t, s.Steady, "wave %d: %s", i, s.Reason)
+		require.Equal(t, Flat, s.Class, "wave %d", i)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

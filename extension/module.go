@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/grafana/sobek"
@@ -51,6 +55,7 @@ type moduleInstance struct {
 	// fast path of the iteration hook: nothing to do while the VU's tag set
 	// and its scenario's regime are what they were at the last tagging.
 	lastTags   *metrics.TagSet
+	lastBase   *metrics.TagSet // lastTags without the regime tag ('wrap')
 	st         *engine.Scenario
 	lastRegime detector.Regime
 	execNoted  bool
@@ -141,6 +146,7 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 		}
 	case engine.TaggingWrap:
 		if !fromWrap {
+			mi.untagWrapped(state)
 			mi.note(state)
 			return
 		}
@@ -153,6 +159,28 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 		return
 	}
 	mi.tag(state, cur)
+}
+
+// untagWrapped takes off the regime tag that a wrap() call of this VU's
+// last iteration set ('wrap'): only the iterations that call a wrapped
+// function carry it, from that call to their end (their iteration samples
+// included). Without it, an iteration that calls no wrapped function
+// carried the regime of the VU's last wrapped call, however old. The
+// usual case, the tag set the wrap() call left, is a pointer swap back
+// to the set it was made from.
+func (mi *moduleInstance) untagWrapped(state *lib.State) {
+	if mi.lastTags == nil {
+		return
+	}
+	cur := state.Tags.GetCurrentValues().Tags
+	if cur == mi.lastTags {
+		base := mi.lastBase
+		state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.Tags = base })
+	} else if _, ok := cur.Get(engine.RegimeTag); ok {
+		// the script changed the VU's tags since: take the tag off theirs
+		state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.DeleteTag(engine.RegimeTag) })
+	}
+	mi.lastTags, mi.lastBase = nil, nil
 }
 
 // note records the VU's scenario for the engine without tagging (tagging
@@ -186,8 +214,12 @@ func (mi *moduleInstance) tag(state *lib.State, cur *metrics.TagSet) {
 	st := mi.rs.Scenario(ss.Name)
 	mi.rs.NoteVU(state, st, ss, cur)
 	r := st.Regime()
+	base := cur
+	if _, ok := cur.Get(engine.RegimeTag); ok {
+		base = cur.Without(engine.RegimeTag)
+	}
 	state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.SetTag(engine.RegimeTag, r.String()) })
-	mi.lastTags = state.Tags.GetCurrentValues().Tags
+	mi.lastTags, mi.lastBase = state.Tags.GetCurrentValues().Tags, base
 	mi.st, mi.lastRegime = st, r
 }
 
@@ -263,7 +295,48 @@ func exportJSON(v sobek.Value) ([]byte, error) {
 	if v == nil || sobek.IsUndefined(v) || sobek.IsNull(v) {
 		return nil, nil
 	}
-	return json.Marshal(v.Export())
+	x := v.Export()
+	if err := jsonValue(x, ""); err != nil {
+		return nil, err
+	}
+	return json.Marshal(x)
+}
+
+// jsonValue finds what JSON cannot carry in an exported settings value (NaN,
+// ±Infinity, a function) and names its option: json.Marshal's own error
+// names a Go type, not the option.
+func jsonValue(x any, path string) error {
+	name := path
+	if name == "" {
+		name = "the value"
+	}
+	switch t := x.(type) {
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return fmt.Errorf("%s is %v: give a finite number", name, t)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if err := jsonValue(t[k], p); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range t {
+			if err := jsonValue(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	default:
+		if x != nil && reflect.TypeOf(x).Kind() == reflect.Func {
+			return fmt.Errorf("%s is a function: give a value", name)
+		}
+	}
+	return nil
 }
 
 // wrap(fn) returns fn with the regime tag set at each call: the tagging

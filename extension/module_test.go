@@ -345,3 +345,23 @@ func TestIterationStartFastPathAllocatesNothing(t *testing.T) {
 	require.Equal(t, "cold", v)
 	require.Zero(t, testing.AllocsPerRun(1000, func() { mi.iterationStart(false) }))
 }
+
+// TestConfigureNamesUnencodableValues: NaN, Infinity and functions in the
+// settings are refused naming the option (json.Marshal's own error named a
+// Go type).
+func TestConfigureNamesUnencodableValues(t *testing.T) {
+	t.Parallel()
+	for call, want := range map[string]string{
+		`regime.configure({scenarios:{a:{}}}, {gateFraction: NaN})`:                                  "settings: gateFraction is NaN: give a finite number",
+		`regime.configure({scenarios:{a:{}}}, {scenarios: {a: {detector: {window_min: Infinity}}}})`: "settings: scenarios.a.detector.window_min is +Inf",
+		`regime.configure({scenarios:{a:{}}}, {tagging: () => 1})`:                                   "settings: tagging is a function: give a value",
+		`regime.configure({scenarios:{a:{}}, thresholds: {x: [NaN]}}, {})`:                           "options: thresholds.x[0] is NaN",
+	} {
+		root := NewRootModule()
+		rt := modulestest.NewRuntime(t)
+		mi := root.NewModuleInstance(rt.VU).(*moduleInstance)
+		require.NoError(t, rt.VU.Runtime().Set("regime", mi.Exports().Default))
+		_, err := rt.VU.Runtime().RunString(call)
+		require.ErrorContains(t, err, want, call)
+	}
+}

@@ -195,8 +195,8 @@ func (b *breakdown) cell(k breakdownKey) *requestCell {
 func (b *breakdown) phaseStarts() map[string]time.Time {
 	out := map[string]time.Time{}
 	for k, c := range b.cells {
-		if c.first.IsZero() {
-			continue
+		if c.first.IsZero() || k.scenario == setupRow || k.scenario == teardownRow {
+			continue // not the load's: a phase starts with its scenarios' first request
 		}
 		if t, ok := out[k.phase]; !ok || c.first.Before(t) {
 			out[k.phase] = c.first
@@ -313,7 +313,11 @@ func (b *breakdown) requestReports() []*requestReport {
 			row.P99, row.P999, row.Max = ptrTo(h.QuantileMs(99)), ptrTo(h.QuantileMs(99.9)), ptrTo(h.MaxMs)
 		}
 		if !c.lastNewConn.IsZero() {
-			row.LastNewConnectionMs = ptrTo(ms(c.lastNewConn.Sub(starts[k.phase])))
+			start, ok := starts[k.phase]
+			if !ok || k.scenario == setupRow || k.scenario == teardownRow {
+				start = c.first // setup() and teardown() from their own first request
+			}
+			row.LastNewConnectionMs = ptrTo(ms(c.lastNewConn.Sub(start)))
 		}
 		out = append(out, row)
 	}
@@ -329,6 +333,12 @@ func (b *breakdown) connectionColdStart() map[string]*results.ConnPhase {
 	phases := map[string]*results.ConnPhase{}
 	starts := b.phaseStarts()
 	for k, c := range b.cells {
+		if k.scenario == setupRow || k.scenario == teardownRow {
+			// setup() and teardown() run in VUs of their own, before and
+			// after the load: their connections are no cold start of the
+			// load's pool (their rows keep their counts)
+			continue
+		}
 		p := phases[k.phase]
 		if p == nil {
 			p = &results.ConnPhase{}

@@ -33,6 +33,45 @@ func TestBreakdownSetupTeardownRows(t *testing.T) {
 	require.Equal(t, map[string]int64{setupRow: 1, teardownRow: 2, "load": 1, "": 1}, counts)
 }
 
+// TestConnectionColdStartLeavesOutSetupTeardown: the connections setup()
+// and teardown() open (in VUs of their own, before and after the load) are
+// no cold start of the load's pool: the phase's last new connection is its
+// scenarios', counted from their first request (a teardown 40 s later once
+// made it 40 s), and the setup and teardown rows keep theirs.
+func TestConnectionColdStartLeavesOutSetupTeardown(t *testing.T) {
+	registry := metrics.NewRegistry()
+	builtin := metrics.RegisterBuiltinMetrics(registry)
+	root := registry.RootTagSet().With("name", "http://127.0.0.1/").With("status", "200")
+	t0 := time.Unix(1_700_000_000, 0)
+	bd := newBreakdown()
+	for _, r := range []struct {
+		tags *metrics.TagSet
+		at   time.Duration
+	}{
+		{root.With("group", "::setup"), 0},
+		{root.With("group", "").With("scenario", "load").With(RegimeTag, "cold"), time.Second},
+		{root.With("group", "").With("scenario", "load").With(RegimeTag, "cold"), 1200 * time.Millisecond},
+		{root.With("group", "::teardown"), 40 * time.Second},
+	} {
+		st := readSampleTags(r.tags)
+		s := metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: builtin.HTTPReqDuration, Tags: r.tags}, Time: t0.Add(r.at), Value: 2}
+		bd.addLatency(s, st, "http")
+		s.Metric, s.Value = builtin.HTTPReqConnecting, 1
+		bd.addConnect(s, st, false)
+	}
+	cs := bd.connectionColdStart()
+	require.Len(t, cs, 1)
+	p := cs[""]
+	require.Equal(t, int64(2), p.NewConnections, "the load's two connections only")
+	require.NotNil(t, p.LastNewConnectionMs)
+	require.InDelta(t, 200, *p.LastNewConnectionMs, 1e-6, "from the load's first request")
+	for _, row := range bd.requestReports() {
+		require.NotNil(t, row.LastNewConnectionMs, row.Scenario)
+		want := map[string]float64{"load": 200, setupRow: 0, teardownRow: 0}[row.Scenario]
+		require.InDelta(t, want, *row.LastNewConnectionMs, 1e-6, row.Scenario)
+	}
+}
+
 // TestBreakdownEndpointCap: a distinct endpoint (or URL) per request made
 // one request cell, with its histogram, per value: memory without bound.
 // Beyond the scenario's cap the requests share the rows of "(other)".

@@ -645,7 +645,8 @@ func (rs *RunState) testEnd() {
 			"so the detectors received no samples: no regime was detected and regime_steady is 0; drop one of the two")
 	}
 	if n := rs.noScenarioTag.Load(); n > 0 {
-		rs.logger.Errorf("regime: %d iterations had no 'scenario' tag and were not used; keep 'scenario' in systemTags", n)
+		// at TestEnd k6 may still hold the last samples: the results count them all
+		rs.logger.Errorf("regime: %d iterations (so far; summary.json counts them all) had no 'scenario' tag and were not used; keep 'scenario' in systemTags", n)
 	}
 	if env, _ := rs.profileEnv.Load().(string); env != "" {
 		if cfg := rs.cfg.Load(); cfg == nil || cfg.Profile == nil {
@@ -676,6 +677,7 @@ func (rs *RunState) testEnd() {
 		st.settled = st.settledView(partial)
 		settled := rs.settledSamples(st, st.settled, now)
 		line := settledLine(name, st.settled)
+		why := st.notReachedWhy()
 		checks, checkSamples := rs.profileChecks(st, now)
 		loadErr := rs.profileLoad(st)
 		st.mu.Unlock()
@@ -705,7 +707,7 @@ func (rs *RunState) testEnd() {
 		case g.reached:
 			rs.logger.Warnf("regime: steady state was reached but not held to the end in %s (it relapsed)", name)
 		default:
-			rs.logger.Warnf("regime: steady state was never reached in %s", name)
+			rs.logger.Warnf("regime: steady state was never reached in %s%s", name, why)
 		}
 	}
 	// what the samples ingested during the loop above queued (a transition's

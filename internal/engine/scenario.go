@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -340,6 +342,35 @@ func (st *Scenario) latestSteadyStart(changed *endpointScope, t detector.Transit
 
 // iterations counts the scenario's iterations, tagged or not. Callers hold
 // st.mu.
+// notReachedWhy says, for the log line of a scenario that never reached
+// steady state, what it saw: its iterations, the endpoints that held the
+// scenario back (scope 'endpoint': steady when all of its endpoints are),
+// and why the settled view found no steady state either. Callers hold
+// st.mu.
+func (st *Scenario) notReachedWhy() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, " (%d iterations", st.iterations())
+	var held []string
+	for _, sc := range st.scopeList {
+		if sc.name == "" || sc.det == nil || sc.det.Regime() == detector.Steady {
+			continue
+		}
+		n := int64(0)
+		if sc.tb != nil {
+			n = sc.tb.N()
+		}
+		held = append(held, fmt.Sprintf("%s: %d observations, %s", sc.name, n, sc.det.Regime()))
+	}
+	if len(held) > 0 {
+		fmt.Fprintf(&b, "; endpoints not steady, which the scenario's regime waits for: %s", strings.Join(held, "; "))
+	}
+	b.WriteString(")")
+	if st.settled != nil && !st.settled.Steady && st.settled.Reason != "" {
+		fmt.Fprintf(&b, "; the settled view: %s", st.settled.Reason)
+	}
+	return b.String()
+}
+
 func (st *Scenario) iterations() int64 {
 	n := st.untagged
 	for i := range st.tagged {

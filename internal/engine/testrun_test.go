@@ -205,3 +205,44 @@ func TestMisplacedObservationsWarn(t *testing.T) {
 	require.Contains(t, strings.Join(run.Summary.Warnings, "\n"),
 		"scenario load: the settled view kept 1 observations that started before the scenario in its first time bucket and 1 timed")
 }
+
+// TestNeverReachedSaysWhy: the log line of a scenario that never reached
+// steady state says what it saw: its iterations, the endpoints that held
+// it back (scope 'endpoint' waits for all of them), and the settled
+// view's reason.
+func TestNeverReachedSaysWhy(t *testing.T) {
+	rs, reg := newTestRunState(t)
+	logger, hook := logtest.NewNullLogger()
+	rs.logger = logger
+	cfg, err := parseConfig([]byte(`{"scenarios":{"api":{}}}`),
+		[]byte(`{"scenarios":{"api":{"scope":"endpoint","input":"request","detector":{"window_min_duration":"250ms"}}}}`))
+	require.NoError(t, err)
+	require.NoError(t, rs.setConfig(cfg))
+	req := reg.Get(httpReqDurationMetric)
+	rng := rand.New(rand.NewPCG(5, 6))
+	base := time.Unix(1_700_000_000, 0)
+	for i := range 6000 { // 30 s; /rare is asked once a second
+		at := base.Add(time.Duration(i) * 5 * time.Millisecond)
+		for _, ep := range []string{"/hot", "/rare"} {
+			if ep == "/rare" && i%200 != 0 {
+				continue
+			}
+			tags := reg.RootTagSet().With("scenario", "api").With("endpoint", ep).With("status", "200").
+				With("expected_response", "true").With("method", "GET").With("name", ep)
+			rs.ingest(sinkHTTP, metrics.Sample{TimeSeries: metrics.TimeSeries{Metric: req, Tags: tags}, Time: at, Value: 2 + rng.Float64()})
+		}
+	}
+	ch := make(chan metrics.SampleContainer, 1<<16)
+	var out chan<- metrics.SampleContainer = ch
+	rs.samples.Store(&out)
+	rs.testEnd()
+	var line string
+	for _, e := range hook.AllEntries() {
+		if strings.Contains(e.Message, "never reached in api") {
+			line = e.Message
+		}
+	}
+	require.NotEmpty(t, line, "no never-reached line")
+	require.Contains(t, line, "endpoints not steady, which the scenario's regime waits for: /rare: 30 observations")
+	require.NotContains(t, line, "/hot:")
+}

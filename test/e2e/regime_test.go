@@ -432,3 +432,58 @@ func TestAsyncIterationsTimedToTheirEnd(t *testing.T) {
 		}
 	}
 }
+
+// wrapScript: tagging 'wrap', every other iteration through a wrapped
+// function, the others not.
+const wrapScript = `
+import http from 'k6/http';
+import regime from 'k6/x/regime';
+
+export const options = {
+  scenarios: { api: { executor: 'constant-vus', vus: 2, duration: '6s' } },
+  thresholds: {
+    'http_reqs{ep:w}': ['count>=0'], 'http_reqs{ep:n}': ['count>=0'],
+    'http_reqs{ep:n,regime:cold}': ['count>=0'], 'http_reqs{ep:n,regime:warmup}': ['count>=0'], 'http_reqs{ep:n,regime:steady}': ['count>=0'],
+    'iterations{regime:cold}': ['count>=0'], 'iterations{regime:warmup}': ['count>=0'], 'iterations{regime:steady}': ['count>=0'],
+  },
+};
+regime.configure(options, { tagging: 'wrap', detector: { window_min_duration: '250ms' } });
+
+const wrapped = regime.wrap(() => http.get(__ENV.BASE_URL + '/w', { tags: { ep: 'w' } }));
+
+export default function () {
+  if (__ITER % 2) wrapped(); else http.get(__ENV.BASE_URL + '/n', { tags: { ep: 'n' } });
+}
+
+export function handleSummary(data) {
+  const m = (k) => (data.metrics[k] ? data.metrics[k].values.count : -1);
+  const s = regime.summary().scenarios.api;
+  return { [__ENV.SUMMARY]: JSON.stringify({
+    w: m('http_reqs{ep:w}'), n: m('http_reqs{ep:n}'),
+    nTagged: m('http_reqs{ep:n,regime:cold}') + m('http_reqs{ep:n,regime:warmup}') + m('http_reqs{ep:n,regime:steady}'),
+    itTagged: m('iterations{regime:cold}') + m('iterations{regime:warmup}') + m('iterations{regime:steady}'),
+    iterations: s.iterations, untagged: s.untagged }) };
+}
+`
+
+// TestWrapTagsOnlyWrappedIterations: with tagging 'wrap', an iteration that
+// calls no wrapped function carries no regime tag (it once carried the
+// regime of the VU's last wrapped call, so steady-only thresholds judged
+// requests the script left out), while one that does carries it to its
+// end, its iteration samples included.
+func TestWrapTagsOnlyWrappedIterations(t *testing.T) {
+	srv := newScheduleServer(t, coldWarmSteady(20, 100, 2*time.Millisecond))
+	summary := filepath.Join(t.TempDir(), "wrap.json")
+	res := runK6(t, wrapScript, map[string]string{"BASE_URL": srv.URL, "SUMMARY": summary})
+	require.Equal(t, 0, res.ExitCode, "stderr:\n%s", res.Stderr)
+	b, err := os.ReadFile(summary)
+	require.NoError(t, err, "stderr:\n%s", res.Stderr)
+	var s struct{ W, N, NTagged, ItTagged, Iterations, Untagged int64 }
+	require.NoError(t, json.Unmarshal(b, &s))
+	require.Greater(t, s.N, int64(100), "%+v", s)
+	require.Greater(t, s.W, int64(100), "%+v", s)
+	require.Zero(t, s.NTagged, "unwrapped requests carry no regime: %+v", s)
+	require.Equal(t, s.W, s.ItTagged, "each iteration through wrap() carries its regime to its end: %+v", s)
+	require.Equal(t, s.N, s.Untagged, "the other iterations are untagged: %+v", s)
+	require.Equal(t, s.Iterations, s.ItTagged+s.Untagged, "%+v", s)
+}
