@@ -45,8 +45,8 @@ import (
 //     (Kendall's tau at least 0.75: a drift or a slow ramp, not a level
 //     that switched once).
 //  5. a level that moved for good (settle_shift.go): within the steady
-//     stretch, the last block from which the level lies at least twice
-//     (or half) the level before to the end; the steady state is that
+//     stretch, the block from which the level lies at least twice the
+//     level before (or a fifth of it) to the end; the steady state is that
 //     last level when it spans MinFraction of the series, and there is
 //     none otherwise ("reached but not held"). A regression late in the
 //     run widens the second half's envelope (stage 2) to hold itself, and
@@ -272,19 +272,28 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 		out.Trend, out.TrendLow, out.TrendHigh = math.Expm1(slope*span), math.Expm1(lo*span), math.Expm1(hi*span)
 	}
 	start := bl[first].start
-	switch {
-	case float64(out.End-start) < cfg.MinFraction*total:
+	// drifts reports (and explains in out.Reason) a trend over the stretch
+	// from block f: stage 4
+	drifts := func(f int, slope, lo, hi, tau float64) bool {
+		span := float64(len(y) - f - 1)
+		if (lo > 0 || hi < 0) && math.Abs(slope*span) > tol && math.Abs(tau) >= trendTau {
+			out.Reason = fmt.Sprintf("the level drifts by %+.0f%% (%+.0f%% to %+.0f%%) over the last %.0f s, beyond the tolerance of %.0f%%, "+
+				"its blocks monotone (Kendall's tau %+.2f)",
+				100*out.Trend, 100*out.TrendLow, 100*out.TrendHigh, float64(out.End-bl[f].start)/1e9, 100*out.Tolerance, tau)
+			return true
+		}
+		return false
+	}
+	if float64(out.End-start) < cfg.MinFraction*total {
 		out.Reason = fmt.Sprintf("the last level holds %.0f%% of the series, %.0f%% needed",
 			100*float64(out.End-start)/total, 100*cfg.MinFraction)
 		return out
-	case (lo > 0 || hi < 0) && math.Abs(slope*span) > tol && math.Abs(tau) >= trendTau:
-		out.Reason = fmt.Sprintf("the level drifts by %+.0f%% (%+.0f%% to %+.0f%%) over the last %.0f s, beyond the tolerance of %.0f%%, "+
-			"its blocks monotone (Kendall's tau %+.2f)",
-			100*out.Trend, 100*out.TrendLow, 100*out.TrendHigh, float64(out.End-start)/1e9, 100*out.Tolerance, tau)
+	}
+	if drifts(first, slope, lo, hi, tau) {
 		return out
 	}
 	// stage 5: a level that moved for good within the stretch; the steady
-	// state, if any, is the last level
+	// state, if any, is the last level, judged as the stretch was
 	shifted := false
 	if k, shift, ok := lastShift(ys, first); ok {
 		at := bl[k].start
@@ -298,10 +307,11 @@ func Settle(tb *TimeBuckets, cfg SettleConfig) Settled {
 		warmup = shift < 0 // what came before was slower: still warming up
 		out.MedianBoundary = at
 		out.Level = math.Exp(medianOf(ys[first:]))
-		slope, lo, hi, _ = theilSen(y[first:])
+		slope, lo, hi, tau = theilSen(y[first:])
 		span = float64(len(y) - first - 1)
-		if len(y)-first >= 3 {
-			out.Trend, out.TrendLow, out.TrendHigh = math.Expm1(slope*span), math.Expm1(lo*span), math.Expm1(hi*span)
+		out.Trend, out.TrendLow, out.TrendHigh = math.Expm1(slope*span), math.Expm1(lo*span), math.Expm1(hi*span)
+		if drifts(first, slope, lo, hi, tau) {
+			return out
 		}
 	}
 	out.Steady = true

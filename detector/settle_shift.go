@@ -16,13 +16,21 @@ import "math"
 // smoothed blocks), and the split counts when the level after it is at
 // least shiftMin away from the level before (medians of the blocks) and
 // stays there: shiftShare of the blocks after it, and the median of the
-// last shiftMinAfter, beyond half that distance. shiftMin is a doubling
-// (or halving): larger than the 25-45% switches and +50% waves of a
-// settled service on 2 cores shared with k6 (stage 2), which come and go;
-// the online relapse rule's fast path is 2.25 times.
+// last shiftMinAfter, beyond half that distance. shiftMin is a doubling:
+// larger than the 25-45% switches and +50% waves of a settled service on
+// 2 cores shared with k6 (stage 2), which come and go; the online relapse
+// rule's fast path is 2.25 times. A move to a faster level must be
+// fivefold (shiftMinFaster), as the online relapse rule's: a scenario's
+// ramp-down that unloads a saturated service speeds its last seconds up
+// by the schedule, not by the service; a warm-up that ended that late and
+// that far is still said.
 
-// shiftMin is the least move of the level, in log: a factor 2 either way.
-var shiftMin = math.Ln2
+// shiftMin and shiftMinFaster are the least moves of the level, in log:
+// twice slower, five times faster.
+var (
+	shiftMin       = math.Ln2
+	shiftMinFaster = math.Log(5)
+)
 
 const (
 	// shiftMinBefore and shiftMinAfter are the fewest blocks on each side
@@ -59,7 +67,7 @@ func lastShift(ys []float64, first int) (k int, shift float64, ok bool) {
 	k = first + bestK
 	before, after := medianOf(ys[first:k]), medianOf(ys[k:])
 	shift = after - before
-	if math.Abs(shift) < shiftMin {
+	if (shift >= 0 && shift < shiftMin) || (shift < 0 && -shift < shiftMinFaster) {
 		return 0, 0, false
 	}
 	half := math.Abs(shift) / 2

@@ -692,16 +692,19 @@ func TestSettleGuardAfterHalfRun(t *testing.T) {
 
 // TestSettleLateShiftNotHeld: a service that settled and then moved for
 // good late in the run has no steady state that held ("reached but not
-// held"), whichever way it moved; a move in the first half makes the last
-// level the steady state; a +50% wave that comes back, or one that holds
-// to the end, does not split the run.
+// held"): twice slower, or five times faster; a move to a level 2.5 times
+// faster late in the run (a ramp-down unloading the service) does not
+// split it. A +50% wave that comes back, or one that holds to the end,
+// does not either. When the run's own envelope holds the level before a
+// move in the first half (a brief return to it later), the last level is
+// the steady state, judged as the stretch is.
 func TestSettleLateShiftNotHeld(t *testing.T) {
 	for _, tc := range []struct {
 		secs            int
 		at, before, aft float64
 		seed            uint64
 	}{
-		{60, 35, 20, 60, 11}, {60, 45, 20, 60, 12}, {60, 50, 20, 200, 13}, {90, 60, 5, 2, 14}, {90, 70, 5, 12, 15},
+		{60, 35, 20, 60, 11}, {60, 45, 20, 60, 12}, {60, 50, 20, 200, 13}, {90, 60, 5, 0.8, 14}, {90, 70, 5, 12, 15},
 	} {
 		s := settleStep(t, tc.secs, tc.at, tc.before, tc.aft, tc.seed)
 		require.False(t, s.Steady, "%+v: %s", tc, s.Reason)
@@ -709,16 +712,45 @@ func TestSettleLateShiftNotHeld(t *testing.T) {
 		require.Contains(t, s.Reason, "reached but not held", "%+v", tc)
 		require.Contains(t, s.Reason, fmt.Sprintf("at %.0f s", tc.at), "%+v", tc)
 	}
-	// in the first half: the last level is the steady state
-	s := settleStep(t, 90, 30, 5, 12, 16)
+	s := settleStep(t, 90, 60, 5, 2, 16) // 2.5 times faster from 60 s
 	require.True(t, s.Steady, s.Reason)
-	require.Equal(t, Slowdown, s.Class)
-	require.InDelta(t, 30e9, float64(s.Boundary.Time), 1e9)
-	require.InDelta(t, 12, s.Stats.P50, 0.5)
-	s = settleStep(t, 90, 30, 12, 5, 17)
-	require.True(t, s.Steady, s.Reason)
-	require.Equal(t, ClassWarmup, s.Class)
-	require.InDelta(t, 31e9, float64(s.Boundary.Time), 1e9) // the guard block after a warm-up
+	require.NotContains(t, s.Reason, "moved")
+
+	// a move in the first half, the level before it back for 4 s later:
+	// the envelope holds both levels (flat by stages 2-3), stage 5 splits
+	for i, tc := range []struct {
+		before, after float64
+		class         Class
+	}{{5, 12, Slowdown}, {12, 2, ClassWarmup}} {
+		tb := newTB(t)
+		record(tb, 90, 300, func(x float64) float64 {
+			if x < 30 || (x >= 70 && x < 74) {
+				return tc.before
+			}
+			return tc.after
+		}, uint64(20+i))
+		s := Settle(tb, DefaultSettleConfig())
+		require.True(t, s.Steady, "%+v: %s", tc, s.Reason)
+		require.Equal(t, tc.class, s.Class, "%+v", tc)
+		require.InDelta(t, 30e9, float64(s.Boundary.Time), 2e9, "%+v", tc)
+		require.InDelta(t, 30e9, float64(s.MedianBoundary), 1e9, "%+v", tc)
+		require.InDelta(t, tc.after, s.Level, 0.15*tc.after, "%+v", tc)
+		require.InDelta(t, tc.after, s.Stats.P50, 0.15*tc.after, "%+v", tc)
+	}
+	// the same split, then a drift after it: judged as the stretch is
+	tb := newTB(t)
+	record(tb, 90, 300, func(x float64) float64 {
+		switch {
+		case x < 30 || (x >= 70 && x < 74):
+			return 5
+		default:
+			return 12 * (1 + (x-30)/40) // 12 ms rising to 24 at 70 s, 27 at 90 s
+		}
+	}, 22)
+	s = Settle(tb, DefaultSettleConfig())
+	require.False(t, s.Steady, s.Reason)
+	require.Contains(t, s.Reason, "drifts")
+
 	// waves of +50%: one that comes back, one that holds to the end
 	for i, wave := range []func(float64) float64{
 		func(x float64) float64 { return 5 * (1 + 0.5*b2f(x >= 40 && x < 65)) },

@@ -155,8 +155,17 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 		return
 	}
 	cur := state.Tags.GetCurrentValues().Tags
-	if cur == mi.lastTags && mi.st != nil && mi.st.Regime() == mi.lastRegime {
-		return
+	if mi.st != nil && mi.st.Regime() == mi.lastRegime {
+		if cur == mi.lastTags {
+			return
+		}
+		if fromWrap && cur == mi.lastBase && mi.lastBase != nil {
+			// 'wrap': the set untagWrapped swapped back to at this
+			// iteration's start; the tagged one is still right
+			tagged := mi.lastTags
+			state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.Tags = tagged })
+			return
+		}
 	}
 	mi.tag(state, cur)
 }
@@ -167,20 +176,27 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 // included). Without it, an iteration that calls no wrapped function
 // carried the regime of the VU's last wrapped call, however old. The
 // usual case, the tag set the wrap() call left, is a pointer swap back
-// to the set it was made from.
+// to the set it was made from, and the next wrapped call's a swap again
+// while the regime holds.
 func (mi *moduleInstance) untagWrapped(state *lib.State) {
 	if mi.lastTags == nil {
 		return
 	}
 	cur := state.Tags.GetCurrentValues().Tags
-	if cur == mi.lastTags {
+	switch {
+	case cur == mi.lastTags:
+		// both sets are kept: the next wrapped call swaps back (iterationStart)
 		base := mi.lastBase
 		state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.Tags = base })
-	} else if _, ok := cur.Get(engine.RegimeTag); ok {
-		// the script changed the VU's tags since: take the tag off theirs
-		state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.DeleteTag(engine.RegimeTag) })
+	case cur == mi.lastBase:
+		// untagged already (no wrapped call since)
+	default:
+		if _, ok := cur.Get(engine.RegimeTag); ok {
+			// the script changed the VU's tags since: take the tag off theirs
+			state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.DeleteTag(engine.RegimeTag) })
+		}
+		mi.lastTags, mi.lastBase = nil, nil
 	}
-	mi.lastTags, mi.lastBase = nil, nil
 }
 
 // note records the VU's scenario for the engine without tagging (tagging
@@ -296,16 +312,24 @@ func exportJSON(v sobek.Value) ([]byte, error) {
 		return nil, nil
 	}
 	x := v.Export()
-	if err := jsonValue(x, ""); err != nil {
-		return nil, err
+	b, err := json.Marshal(x)
+	if err != nil {
+		// name the option json.Marshal's error does not (its Go type)
+		if named := jsonValue(x, "", 0); named != nil {
+			return nil, named
+		}
+		return nil, err // a cycle, for one: said as json.Marshal says it
 	}
-	return json.Marshal(x)
+	return b, nil
 }
 
 // jsonValue finds what JSON cannot carry in an exported settings value (NaN,
 // ±Infinity, a function) and names its option: json.Marshal's own error
 // names a Go type, not the option.
-func jsonValue(x any, path string) error {
+func jsonValue(x any, path string, depth int) error {
+	if depth > 64 {
+		return nil // a cycle (sobek keeps them in the exported maps)
+	}
 	name := path
 	if name == "" {
 		name = "the value"
@@ -321,13 +345,13 @@ func jsonValue(x any, path string) error {
 			if path != "" {
 				p = path + "." + k
 			}
-			if err := jsonValue(t[k], p); err != nil {
+			if err := jsonValue(t[k], p, depth+1); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for i, e := range t {
-			if err := jsonValue(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := jsonValue(e, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
 				return err
 			}
 		}

@@ -356,6 +356,7 @@ func TestConfigureNamesUnencodableValues(t *testing.T) {
 		`regime.configure({scenarios:{a:{}}}, {scenarios: {a: {detector: {window_min: Infinity}}}})`: "settings: scenarios.a.detector.window_min is +Inf",
 		`regime.configure({scenarios:{a:{}}}, {tagging: () => 1})`:                                   "settings: tagging is a function: give a value",
 		`regime.configure({scenarios:{a:{}}, thresholds: {x: [NaN]}}, {})`:                           "options: thresholds.x[0] is NaN",
+		`const c = {}; c.self = c; regime.configure({scenarios:{a:{}}}, c)`:                          "settings: json: unsupported value: encountered a cycle",
 	} {
 		root := NewRootModule()
 		rt := modulestest.NewRuntime(t)

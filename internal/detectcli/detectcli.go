@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -127,7 +128,8 @@ func (o *options) prepare(fs *pflag.FlagSet, stderr io.Writer, inputs []string) 
 		return false, usageError(fmt.Errorf("--progress must be one of auto, always, never; got %q", o.progress))
 	}
 	if o.tagsPath != "" {
-		// creating the --tags file empties it: never one of the inputs
+		// the --tags file replaces (or, not a regular file, is written
+		// over) what the path held: never one of the inputs
 		if ti, err := os.Stat(o.tagsPath); err == nil {
 			for _, in := range inputs {
 				if fi, err := os.Stat(in); err == nil && os.SameFile(ti, fi) {
@@ -178,8 +180,10 @@ func (o *options) run(args []string, stdout, stderr io.Writer, show bool) error 
 	if o.tags != nil {
 		if err := o.tags.close(failed == 0); err != nil {
 			tagsErr = fmt.Errorf("--tags %s: %w", o.tagsPath, err)
-		} else if failed > 0 {
+		} else if failed > 0 && o.tags.path != "" {
 			tagsErr = fmt.Errorf("--tags %s not written: every input must be read whole", o.tagsPath)
+		} else if failed > 0 {
+			tagsErr = fmt.Errorf("--tags %s holds what was read before the errors (no regular file: written as it went)", o.tagsPath)
 		}
 	}
 	if failed > 0 {
@@ -550,22 +554,54 @@ type tagWriter struct {
 	f    *os.File
 	w    *bufio.Writer
 	buf  []byte
-	path string // where the file goes when complete
+	path string      // where the file goes when complete ("": written in place)
+	mode os.FileMode // the mode it gets there
 }
 
-// newTagWriter writes into a hidden temporary file beside path; close puts
-// it in place only when every input was read (nothing is written half: a
-// failed input, a full disk or an interrupted run leaves path as it was).
+// newTagWriter writes into a hidden temporary file beside path (beside
+// the file a symbolic link names, which stays a link); close puts it in
+// place only when every input was read (nothing is written half: a failed
+// input or a full disk leaves path as it was). A path that is no regular
+// file (/dev/stdout, a pipe) is written to as it goes: there is nothing
+// to put in place.
 func newTagWriter(path string) (*tagWriter, error) {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("%s is a folder; give a file name", path)
+	target := path
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return nil, fmt.Errorf("%s is a folder; give a file name", path)
+		}
+		if !fi.Mode().IsRegular() {
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0) //nolint:gosec // the user's output
+			if err != nil {
+				return nil, err
+			}
+			return newTagWriterOn(f, "")
+		}
+		mode = fi.Mode().Perm() // the file it replaces keeps its mode
+		if t, err := filepath.EvalSymlinks(path); err == nil {
+			target = t
+		}
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*")
 	if err != nil {
-		return nil, err
+		// name the path asked for, not the hidden temporary file
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cannot write %s: %w", path, err)
 	}
-	tw := &tagWriter{f: f, w: bufio.NewWriterSize(f, 1<<16), path: path}
-	if _, err = tw.w.WriteString("file,group,index,time,value,regime\n"); err != nil {
+	tw, err := newTagWriterOn(f, target)
+	if err == nil {
+		tw.mode = mode
+	}
+	return tw, err
+}
+
+func newTagWriterOn(f *os.File, target string) (*tagWriter, error) {
+	tw := &tagWriter{f: f, w: bufio.NewWriterSize(f, 1<<16), path: target}
+	if _, err := tw.w.WriteString("file,group,index,time,value,regime\n"); err != nil {
 		_ = tw.close(false)
 		return nil, err
 	}
@@ -604,9 +640,16 @@ func csvField(b []byte, s string) []byte {
 
 // close finishes the file: with keep, renamed onto its path when every
 // byte reached the disk; without (an input failed), or on any error,
-// removed, and the path keeps what it held.
+// removed, and the path keeps what it held. A file written in place is
+// only closed.
 func (tw *tagWriter) close(keep bool) error {
 	err := tw.w.Flush()
+	if tw.path == "" {
+		if cerr := tw.f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
 	if err == nil && keep {
 		err = tw.f.Sync()
 	}
@@ -614,7 +657,7 @@ func (tw *tagWriter) close(keep bool) error {
 		err = cerr
 	}
 	if err == nil && keep {
-		if err = os.Chmod(tw.f.Name(), 0o644); err == nil { //nolint:gosec // a CSV for the user to read
+		if err = os.Chmod(tw.f.Name(), tw.mode); err == nil {
 			err = os.Rename(tw.f.Name(), tw.path)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -353,4 +354,37 @@ func TestTagsAndNoHindsight(t *testing.T) {
 	for _, e := range ents {
 		require.False(t, strings.HasPrefix(e.Name(), "."), "temporary file %s left behind", e.Name())
 	}
+
+	// a link stays a link (the file it names is replaced, its mode kept);
+	// no regular file (a pipe, /dev/stdout) is written as it goes
+	target := filepath.Join(dir, "target.csv")
+	require.NoError(t, os.WriteFile(target, []byte("old\n"), 0o640))
+	link := filepath.Join(dir, "link.csv")
+	require.NoError(t, os.Symlink(target, link))
+	svc := []string{"--preset", "service", "--time", "end_ms", "--time-unit", "ms", "--column", "median_ms"}
+	stderr.Reset()
+	code = Run(append(append([]string{}, svc...), "--tags", link, in), &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	li, err := os.Lstat(link)
+	require.NoError(t, err)
+	require.NotZero(t, li.Mode()&os.ModeSymlink, "the link is kept")
+	ti, err := os.Stat(target)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o640), ti.Mode().Perm())
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(got), "file,group,index,time,value,regime\n"))
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	read := make(chan []byte)
+	go func() {
+		b, _ := os.ReadFile(fifo)
+		read <- b
+	}()
+	code = Run(append(append([]string{}, svc...), "--tags", fifo, in), &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	require.Len(t, strings.Split(strings.TrimSpace(string(<-read)), "\n"), 12001, "every tag through the pipe")
+	fi, err := os.Lstat(fifo)
+	require.NoError(t, err)
+	require.NotZero(t, fi.Mode()&os.ModeNamedPipe, "the pipe is still a pipe")
 }

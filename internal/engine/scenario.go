@@ -340,8 +340,6 @@ func (st *Scenario) latestSteadyStart(changed *endpointScope, t detector.Transit
 	return latest
 }
 
-// iterations counts the scenario's iterations, tagged or not. Callers hold
-// st.mu.
 // notReachedWhy says, for the log line of a scenario that never reached
 // steady state, what it saw: its iterations, the endpoints that held the
 // scenario back (scope 'endpoint': steady when all of its endpoints are),
@@ -362,7 +360,12 @@ func (st *Scenario) notReachedWhy() string {
 		held = append(held, fmt.Sprintf("%s: %d observations, %s", sc.name, n, sc.det.Regime()))
 	}
 	if len(held) > 0 {
-		fmt.Fprintf(&b, "; endpoints not steady, which the scenario's regime waits for: %s", strings.Join(held, "; "))
+		more := ""
+		if len(held) > 5 {
+			more = fmt.Sprintf("; and %d more", len(held)-5)
+			held = held[:5]
+		}
+		fmt.Fprintf(&b, "; endpoints not steady, which the scenario's regime waits for: %s%s", strings.Join(held, "; "), more)
 	}
 	b.WriteString(")")
 	if st.settled != nil && !st.settled.Steady && st.settled.Reason != "" {
@@ -371,6 +374,8 @@ func (st *Scenario) notReachedWhy() string {
 	return b.String()
 }
 
+// iterations counts the scenario's iterations, tagged or not. Callers hold
+// st.mu.
 func (st *Scenario) iterations() int64 {
 	n := st.untagged
 	for i := range st.tagged {

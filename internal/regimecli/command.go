@@ -28,8 +28,8 @@ func NewCommand(gs *state.GlobalState) *cobra.Command {
 		// mistyped command must not exit 0 with the help on stdout (where
 		// `history > h.csv` would take it for the CSV)
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return nil
+			if len(args) == 0 || args[0] == "help" {
+				return nil // RunE prints the help asked for
 			}
 			msg := fmt.Sprintf("unknown command %q for \"k6 x regime\"", args[0])
 			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
@@ -43,7 +43,17 @@ func NewCommand(gs *state.GlobalState) *cobra.Command {
 			}
 			return troubleError(fmt.Errorf("%s; the commands: %s", msg, strings.Join(names, ", ")))
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// `k6 x regime help [command]`, as k6's own help reads
+			if len(args) > 1 {
+				sub, _, err := cmd.Find(args[1:])
+				if err != nil || sub == cmd {
+					return troubleError(fmt.Errorf("help: unknown command %q for \"k6 x regime\"", strings.Join(args[1:], " ")))
+				}
+				return sub.Help()
+			}
+			return cmd.Help()
+		},
 	}
 	root.SuggestionsMinimumDistance = 2
 	// a bad flag of any subcommand is a usage error: exit status 2

@@ -343,7 +343,8 @@ func sameRuns(sums []*results.Summary, dirs []string) error {
 			continue
 		}
 		if first, ok := seen[s.RunID]; ok {
-			return fmt.Errorf("%s and %s hold the same run (run_id %s): a copy of a folder, or a link to it; give each run once", first, dirs[i], s.RunID)
+			return fmt.Errorf("%s and %s hold the same run (run_id %s): a copy of a folder, a link to it, or a merged folder "+
+				"(it keeps its first instance's run id) beside its sources; give each run once", first, dirs[i], s.RunID)
 		}
 		seen[s.RunID] = dirs[i]
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 	"go.k6.io/k6/v2/cmd/state"
 	"go.k6.io/k6/v2/errext"
@@ -25,11 +26,17 @@ func runRegime(t *testing.T, args ...string) (int, string) {
 	gs := state.NewGlobalState(context.Background())
 	var out bytes.Buffer
 	gs.Stdout.Writer, gs.Stderr.Writer = &out, &out
-	cmd := NewCommand(gs)
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	err := cmd.Execute()
+	// mounted as k6 mounts it, under `k6 x` (cobra gives a root command
+	// behaviours a subcommand lacks: its own help command, unknown
+	// command errors)
+	root := &cobra.Command{Use: "k6", SilenceUsage: true, SilenceErrors: true}
+	x := &cobra.Command{Use: "x"}
+	root.AddCommand(x)
+	x.AddCommand(NewCommand(gs))
+	root.SetArgs(append([]string{"x", "regime"}, args...))
+	root.SetOut(&out)
+	root.SetErr(&out)
+	err := root.Execute()
 	if err == nil {
 		return 0, out.String()
 	}
@@ -148,6 +155,14 @@ func TestUnknownCommandAndRepeatedFlags(t *testing.T) {
 	code, out = runRegime(t)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "Available Commands")
+	code, out = runRegime(t, "help")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "Available Commands")
+	code, out = runRegime(t, "help", "gate")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "--budget")
+	code, out = runRegime(t, "help", "gaet")
+	require.Equal(t, 2, code, out)
 
 	ok := summaryDir(t, withSettled(true, false))
 	code, out = runRegime(t, "gate", ok, "--budget", "p95<1s", "--budget", "p95<1ms")
@@ -185,7 +200,18 @@ func TestNoPassOnEmptyFigures(t *testing.T) {
 	})
 	code, out = runRegime(t, "gate", zero, "--budget", "p95<1s")
 	require.Equal(t, 2, code, out)
-	require.Contains(t, out, "counts 0 iterations (settled.stats.count): a damaged summary")
+	require.Contains(t, out, "counts 0 iterations and 0 requests (settled.stats): a damaged summary")
+	// steady on requests, no iteration started in it (one long loop per
+	// VU): the iteration figures fail, the error rate is judged
+	noIter := summaryDir(t, func(s *results.Summary) {
+		withSettled(true, false)(s)
+		er := 0.0
+		s.Scenarios["load"].Settled.Stats = &results.SettledStats{Requests: 500, ErrorRate: &er}
+	})
+	code, out = runRegime(t, "gate", noIter, "--budget", "p95<1s,error_rate<1%")
+	require.Equal(t, 99, code, out)
+	require.Contains(t, out, "no figure (p95 needs iterations that started in the steady state)")
+	require.Contains(t, out, "ok   load settled error_rate = 0% (budget error_rate<1%)")
 	negative := summaryDir(t, func(s *results.Summary) {
 		withSettled(true, false)(s)
 		s.Scenarios["load"].Settled.Stats.P95Ms = -5

@@ -177,9 +177,13 @@ func JudgeSettled(s *Summary, rules []LimitRule, scenario, endpoint string) (*Ga
 			res.Unsettled = append(res.Unsettled, fmt.Sprintf("%s: no settled steady state (%s)", label, v.Reason))
 			continue
 		}
-		if v.Stats.Count <= 0 {
-			// a steady state of no iteration: a damaged file, never a pass
-			return nil, fmt.Errorf("%s: the settled steady state counts %d iterations (settled.stats.count): a damaged summary", label, v.Stats.Count)
+		if v.Stats.Count <= 0 && v.Stats.Requests <= 0 {
+			// a steady state of nothing: a damaged file, never a pass (a
+			// view steady on requests whose iterations all started before
+			// it, one long loop per VU, has no iteration figure to judge:
+			// settledFigure gives none, and the budget fails)
+			return nil, fmt.Errorf("%s: the settled steady state counts %d iterations and %d requests (settled.stats): a damaged summary",
+				label, v.Stats.Count, v.Stats.Requests)
 		}
 		for _, r := range rules {
 			if err := mergedCanJudge(v, label, r.Metric); err != nil {
@@ -192,7 +196,11 @@ func JudgeSettled(s *Summary, rules []LimitRule, scenario, endpoint string) (*Ga
 			lv := LimitVerdict{View: label, Rule: r, Value: val}
 			switch {
 			case val == nil:
-				lv.Note = "no figure (" + r.Metric + " needs requests in the steady state)"
+				what := "iterations"
+				if r.Metric == "error_rate" {
+					what = "requests"
+				}
+				lv.Note = "no figure (" + r.Metric + " needs " + what + " that started in the steady state)"
 			default:
 				lv.OK = compareLimit(*val, r.Op, r.Limit)
 			}
@@ -226,6 +234,15 @@ func mergedCanJudge(v *Settled, label, metric string) error {
 
 func settledFigure(v *Settled, metric string) *float64 {
 	st := v.Stats
+	if st == nil {
+		return nil
+	}
+	switch metric {
+	case "p50", "p90", "p95", "p99", "max", "mean":
+		if st.Count <= 0 {
+			return nil // no iteration started within the steady state: no figure, never a 0
+		}
+	}
 	switch metric {
 	case "p50":
 		return fp(st.P50Ms)

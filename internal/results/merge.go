@@ -3,6 +3,7 @@ package results
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -361,8 +362,8 @@ func laterPoint(a, b *Point) *Point {
 
 // shareScenarios refuses inputs of different tests: every instance of one
 // test runs its scenarios (an instance whose share of a small scenario is
-// no VU may lack it), so two inputs with no scenario in common are not
-// instances of one test.
+// no VU may lack it), so an input with no scenario in common with any
+// other input is no instance of the same test.
 func shareScenarios(runs []*Run, names []string) error {
 	name := func(i int) string {
 		if i < len(names) {
@@ -370,25 +371,59 @@ func shareScenarios(runs []*Run, names []string) error {
 		}
 		return fmt.Sprintf("input %d", i+1)
 	}
-	for i := 1; i < len(runs); i++ {
-		a, b := runs[0].Summary.Scenarios, runs[i].Summary.Scenarios
-		if len(a) == 0 || len(b) == 0 {
+	if len(runs) < 2 {
+		return nil
+	}
+	for i, r := range runs {
+		if len(r.Summary.Scenarios) == 0 {
+			continue
+		}
+		others := map[string]bool{}
+		for j, o := range runs {
+			if j != i {
+				for sc := range o.Summary.Scenarios {
+					others[sc] = true
+				}
+			}
+		}
+		if len(others) == 0 {
 			continue
 		}
 		common := false
-		for sc := range b {
-			if a[sc] != nil {
+		for sc := range r.Summary.Scenarios {
+			if others[sc] {
 				common = true
 				break
 			}
 		}
 		if !common {
-			return fmt.Errorf("merge: %s (scenarios %s) and %s (scenarios %s) have no scenario in common: results of different tests; "+
-				"merge joins the instances of one test", name(0), strings.Join(runs[0].Summary.SortedScenarios(), ", "),
-				name(i), strings.Join(runs[i].Summary.SortedScenarios(), ", "))
+			return fmt.Errorf("merge: %s (scenarios %s) has no scenario in common with the other inputs (scenarios %s): results of different tests; "+
+				"merge joins the instances of one test", name(i), strings.Join(r.Summary.SortedScenarios(), ", "),
+				strings.Join(slices.Sorted(maps.Keys(others)), ", "))
 		}
 	}
 	return nil
+}
+
+// resolvedPath is p absolute with its symbolic links resolved, as far as
+// p exists (a folder to be written resolves through its parents).
+func resolvedPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		parent := filepath.Dir(abs)
+		if parent == abs {
+			return filepath.Join(abs, rest), nil
+		}
+		rest = filepath.Join(filepath.Base(abs), rest)
+		abs = parent
+	}
 }
 
 // CheckMergePaths refuses a merge that would count a folder twice (the same
@@ -411,9 +446,9 @@ func CheckMergePaths(inputs []string, out string) error {
 			}
 		}
 	}
-	if ao, err := filepath.Abs(out); err == nil {
+	if ao, err := resolvedPath(out); err == nil {
 		for _, in := range inputs {
-			if ai, err := filepath.Abs(in); err == nil && strings.HasPrefix(ao, ai+string(filepath.Separator)) {
+			if ai, err := resolvedPath(in); err == nil && strings.HasPrefix(ao, ai+string(filepath.Separator)) {
 				errs = append(errs, fmt.Errorf("--out %s lies inside input %s: merge never writes into its inputs; give a folder outside them", out, in))
 			}
 		}

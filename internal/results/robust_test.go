@@ -229,6 +229,7 @@ func TestCheckMergePaths(t *testing.T) {
 	require.ErrorIs(t, CheckMergePaths([]string{a}, b), ErrExists)
 	require.ErrorContains(t, CheckMergePaths([]string{filepath.Join(a, "nope")}, filepath.Join(b, "o")), "no such file")
 	require.ErrorContains(t, CheckMergePaths([]string{a, b}, filepath.Join(b, "sub")), "--out "+filepath.Join(b, "sub")+" lies inside input "+b)
+	require.ErrorContains(t, CheckMergePaths([]string{link, b}, filepath.Join(a, "sub", "deeper")), "lies inside input "+link, "through a link")
 }
 
 // TestMergeRefusesOtherTests: inputs with no scenario in common are no
@@ -244,8 +245,10 @@ func TestMergeRefusesOtherTests(t *testing.T) {
 		return &Run{Summary: s}
 	}
 	_, err := Merge([]*Run{run("a", "gameplay", "warmup"), run("b", "live")}, []string{"A", "B"})
-	require.ErrorContains(t, err, "A (scenarios gameplay, warmup) and B (scenarios live) have no scenario in common")
+	require.ErrorContains(t, err, "A (scenarios gameplay, warmup) has no scenario in common with the other inputs (scenarios live)")
 	require.NoError(t, shareScenarios([]*Run{run("a", "gameplay", "warmup"), run("b", "gameplay")}, []string{"A", "B"}))
+	// not in the order given: each input against all the others
+	require.NoError(t, shareScenarios([]*Run{run("a", "x"), run("b", "x", "y"), run("c", "y")}, []string{"A", "B", "C"}))
 }
 
 func TestMergeEnds(t *testing.T) {
