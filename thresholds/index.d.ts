@@ -22,8 +22,10 @@ export interface SteadyOptions {
 }
 
 /**
- * Scope thresholds to steady samples of the phases, guard each budget with a count>0 of its counter, and add the
- * steady gate. Throws on unknown phases or scenarios, and when no scenario is gated (unless gate is false).
+ * Scope thresholds to steady samples of the phases, guard each budget with a count>0 of its counter (a Trend
+ * budget of a metric with no counter: its own count>0), and add the steady gate. Two spellings of one sub-metric
+ * keep both budgets. Throws on unknown phases or scenarios (in the options, or a scenario or phase tag in a key
+ * outside the phases judged), and when no scenario is gated (unless gate is false).
  */
 export function steady(spec: Thresholds, opts: SteadyOptions): Thresholds;
 /** The steady gate of each scenario. */
@@ -54,7 +56,8 @@ export interface SettledOptions {
  * Thresholds on the settled view (the whole run re-segmented at its end) from the same budgets as steady():
  * request percentiles per endpoint, iteration_duration percentiles and http_req_failed rate per scenario,
  * with guards (regime_settled rate==1, regime_settled_count count>0) so that nothing passes on no data.
- * Keys of other metrics are skipped; unsupported rules throw, and so does a call that judges no scenario.
+ * Keys of other metrics are skipped, but a metric name within 3 edits of one that has a settled counterpart throws
+ * (a typo); unsupported rules throw, and so does a call that judges no scenario.
  * A scenario tag in a key keeps it to that scenario; endpoint budgets need scope 'endpoint' in regime.configure().
  */
 export function settled(spec: Thresholds, opts: SettledOptions): Thresholds;

@@ -52,6 +52,11 @@ export function gatedScenarios(scenarios, phases, names) {
   if (!scenarios || typeof scenarios !== 'object' || Object.keys(scenarios).length === 0) {
     throw new Error('thresholds: pass the scenarios (options.scenarios) so phases can be checked against them');
   }
+  for (const [opt, v] of [['phases', phases], ['scenarioNames', names]]) {
+    if (v !== undefined && v !== null && !Array.isArray(v)) {
+      throw new Error(`thresholds: ${opt} must be an array of names, got ${JSON.stringify(v)}`);
+    }
+  }
   const all = Object.keys(scenarios);
   const out = [];
   for (const name of names || []) {
@@ -107,6 +112,8 @@ export function steady(spec, opts = {}) {
     throw noScenario('steady');
   }
   const counters = { ...COUNTERS, ...(opts.counters || {}) };
+  const all = Object.keys(opts.scenarios);
+  const phaseOf = (n) => (opts.scenarios[n].tags || {}).phase;
   const out = {};
   const guards = {};
   for (const [key, rules] of Object.entries(spec || {})) {
@@ -117,13 +124,42 @@ export function steady(spec, opts = {}) {
     if ('regime' in tags) {
       throw new Error(`thresholds: ${JSON.stringify(key)} already names a regime; steady() adds regime:steady`);
     }
-    const targets = phases.length > 0 ? phases : [undefined];
+    let targets = phases.length > 0 ? phases : [undefined];
+    // a scenario or phase named in the key: one that exists, and of the
+    // phases judged (its budget would pass on no sample otherwise)
+    if (tags.scenario !== undefined) {
+      if (!all.includes(tags.scenario)) {
+        throw new Error(`thresholds: ${JSON.stringify(key)} names scenario ${JSON.stringify(tags.scenario)}, which does not exist; scenarios: ${all.join(', ')}`);
+      }
+      if (phases.length > 0) {
+        const p = phaseOf(tags.scenario);
+        if (!phases.includes(p)) {
+          throw new Error(`thresholds: ${JSON.stringify(key)} names scenario ${JSON.stringify(tags.scenario)}, whose phase ${JSON.stringify(p)} is not one of ${phases.join(', ')}`);
+        }
+        targets = [p];
+      }
+    }
+    if (tags.phase !== undefined && phases.length > 0) {
+      if (!phases.includes(tags.phase)) {
+        throw new Error(`thresholds: ${JSON.stringify(key)} names phase ${JSON.stringify(tags.phase)}, which is not one of the phases judged: ${phases.join(', ')}`);
+      }
+      if (targets.length > 1 || targets[0] === tags.phase) {
+        targets = [tags.phase];
+      } else {
+        throw new Error(`thresholds: ${JSON.stringify(key)} names phase ${JSON.stringify(tags.phase)} and a scenario of phase ${JSON.stringify(targets[0])}`);
+      }
+    }
+    // a Trend budget of a metric with no counter is guarded by its own count
+    const trend = rules.some((r) => /^\s*(p\([0-9.]+\)|avg|med|min|max)\s*[<>=!]/.test(typeof r === 'string' ? r : String(r && r.threshold)));
     for (const phase of targets) {
       const t = { ...tags, regime: 'steady' };
       if (phase !== undefined) t.phase = phase;
-      out[formatKey(metric, t)] = rules;
+      const k = formatKey(metric, t);
+      out[k] = (out[k] || []).concat(rules); // two spellings of one sub-metric: both budgets
       if (counters[metric]) {
         guards[formatKey(counters[metric], t)] = ['count>0'];
+      } else if (trend) {
+        guards[k] = ['count>0'];
       }
     }
   }
@@ -160,6 +196,22 @@ export function merge(...sets) {
 // the error rate of the scenario's requests.
 const SETTLED_AGG = { 'p(50)': 'p50', med: 'p50', 'p(90)': 'p90', 'p(95)': 'p95', 'p(99)': 'p99', max: 'max' };
 const LATENCY = new Set(['http_req_duration', 'grpc_req_duration']);
+const SETTLED_METRICS = ['http_req_duration', 'grpc_req_duration', 'iteration_duration', 'http_req_failed'];
+
+// editDistance is the Levenshtein distance of a and b (a misspelled metric
+// name is skipped as a custom metric's otherwise).
+function editDistance(a, b) {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length];
+}
+
 const RULE = /^\s*([a-z]+(?:\([0-9.]+\))?)\s*(<=|>=|<|>|==|===|!=)\s*(.+)$/;
 
 // settled(spec, {phases, scenarios, scenarioNames, ttss, endpointTag})
@@ -203,6 +255,11 @@ export function settled(spec, opts = {}) {
     const other = Object.keys(tags).filter((k) => k !== endpointTag && k !== 'scenario');
     const latency = LATENCY.has(metric) || metric === 'iteration_duration';
     if (!latency && metric !== 'http_req_failed') {
+      const near = SETTLED_METRICS.find((m) => editDistance(m, metric) <= 3);
+      if (near !== undefined) {
+        throw new Error(`thresholds: settled(): ${JSON.stringify(key)}: no metric ${JSON.stringify(metric)}; did you mean ${near}? ` +
+          '(keys of other metrics, checks and custom ones, have no settled counterpart and are skipped)');
+      }
       continue; // no settled counterpart
     }
     if (only !== undefined && !scenarioNames.includes(only)) {
@@ -304,6 +361,9 @@ export function profiled(spec, opts = {}) {
     }
   }
   const endpoints = opts.endpoints || [];
+  if (!Array.isArray(endpoints)) {
+    throw new Error(`thresholds: profiled(): endpoints must be an array of endpoint names, got ${JSON.stringify(endpoints)}`);
+  }
   const out = {};
   for (const s of scenarioNames) {
     const tag = opts.endpointTag || 'endpoint';

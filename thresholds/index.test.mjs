@@ -43,10 +43,30 @@ test('steady scopes budgets to steady samples per phase and guards each budget a
   });
 });
 
-test('steady without a counter for gRPC leaves that budget to the scenario guards', () => {
+test('steady without a counter guards a Trend budget by its own count', () => {
   const out = steady({ 'grpc_req_duration{endpoint:send_stat}': ['p(95)<50'] }, { phases: ['gameplay'], scenarios });
-  assert.deepEqual(Object.keys(out).filter((k) => k.includes('send_stat')),
-    ['grpc_req_duration{endpoint:send_stat,phase:gameplay,regime:steady}']);
+  assert.deepEqual(out['grpc_req_duration{endpoint:send_stat,phase:gameplay,regime:steady}'], ['p(95)<50', 'count>0']);
+  // a Rate budget has no count to guard it: left to the scenario guards
+  const rate = steady({ 'checks{endpoint:claim}': ['rate>0.99'] }, { phases: ['gameplay'], scenarios });
+  assert.deepEqual(rate['checks{endpoint:claim,phase:gameplay,regime:steady}'], ['rate>0.99']);
+});
+
+test('steady keeps both budgets of two spellings of one sub-metric, and checks the scenario and phase a key names', () => {
+  const out = steady({
+    'http_req_duration{endpoint:claim}': ['p(95)<50'],
+    'http_req_duration{endpoint:claim,phase:gameplay}': ['p(99)<200'],
+  }, { phases: ['gameplay'], scenarios });
+  assert.deepEqual(out['http_req_duration{endpoint:claim,phase:gameplay,regime:steady}'], ['p(95)<50', 'p(99)<200']);
+  const two = steady({ 'http_req_duration{endpoint:claim,scenario:api}': ['p(95)<50'] }, { phases: ['gameplay', 'init'], scenarios });
+  assert.deepEqual(Object.keys(two).filter((k) => k.startsWith('http_req_duration')),
+    ['http_req_duration{endpoint:claim,phase:gameplay,regime:steady,scenario:api}'], 'a scenario keeps its key to its phase');
+  assert.throws(() => steady({ 'checks{scenario:apii}': ['rate>0.99'] }, { phases: ['gameplay'], scenarios }),
+    /names scenario "apii", which does not exist; scenarios: api, events, init/);
+  assert.throws(() => steady({ 'checks{scenario:init}': ['rate>0.99'] }, { phases: ['gameplay'], scenarios }),
+    /names scenario "init", whose phase "init" is not one of gameplay/);
+  assert.throws(() => steady({ 'http_req_duration{phase:init}': ['p(95)<1'] }, { phases: ['gameplay'], scenarios }),
+    /names phase "init", which is not one of the phases judged: gameplay/);
+  assert.throws(() => steady({}, { phases: 'gameplay', scenarios }), /phases must be an array of names/);
 });
 
 test('steady refuses to gate nothing, unless told', () => {
@@ -96,6 +116,13 @@ test('settled uses the configured endpoint tag', () => {
   assert.deepEqual(out['regime_settled_p95{route:claim,scenario:api}'], ['value<50']);
   assert.throws(() => settled({ 'http_req_duration{endpoint:claim}': ['p(95)<50'] }, { scenarioNames: ['api'], scenarios, endpointTag: 'route' }),
     /has tags endpoint; the settled view is kept per scenario and route only/);
+});
+
+test('settled names a misspelled metric instead of skipping it', () => {
+  assert.throws(() => settled({ 'http_req_duraton{endpoint:x}': ['p(95)<1'] }, { phases: ['gameplay'], scenarios }),
+    /no metric "http_req_duraton"; did you mean http_req_duration\?/);
+  assert.doesNotThrow(() => settled({ 'game_score': ['avg>1'] }, { phases: ['gameplay'], scenarios }));
+  assert.throws(() => profiled({ p50: 0.1 }, { phases: ['gameplay'], scenarios, endpoints: 'x' }), /endpoints must be an array/);
 });
 
 test('settled refuses what it cannot judge', () => {
