@@ -110,16 +110,15 @@ func parseConfig(jsonConf json.RawMessage, env map[string]string, arg string, ru
 	errs = append(errs, layerJSON(set, jsonConf)...)
 	errs = append(errs, layerEnv(set, env)...)
 	errs = append(errs, layerArg(set, arg)...)
-	if len(errs) > 0 {
-		return config{}, configError(errs)
-	}
 	if _, ok := set["testid"]; !ok {
 		if id := runTags["testid"]; id != "" {
 			set["testid"] = rawSetting{id, "--tag testid"}
 		}
 	}
-	cfg, errs := validateConfig(set, now)
-	if len(errs) > 0 {
+	// the values' errors too, beside an unknown setting's: every invalid
+	// setting is said at once
+	cfg, verrs := validateConfig(set, now)
+	if errs = append(errs, verrs...); len(errs) > 0 {
 		return config{}, configError(errs)
 	}
 	return cfg, nil

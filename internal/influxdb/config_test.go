@@ -109,6 +109,11 @@ func TestInfluxConfigPrecedence(t *testing.T) {
 			wantErr: []string{"batchSize=\"lots\" (from K6_REGIME_INFLUXDB_BATCH_SIZE): must be an integer from 1 to 100000", "timeout=\"soon\"", "maxRetries=\"-1\"", "flushInterval=\"0s\""},
 		},
 		{
+			name:    "an unknown setting beside a bad value: both said",
+			env:     map[string]string{"K6_REGIME_INFLUXDB_BATCHSIZE": "10", "K6_REGIME_INFLUXDB_BATCH_SIZE": "abc"},
+			wantErr: []string{"unknown environment variable K6_REGIME_INFLUXDB_BATCHSIZE", `batchSize="abc" (from K6_REGIME_INFLUXDB_BATCH_SIZE)`},
+		},
+		{
 			name:    "unknown environment variable",
 			env:     map[string]string{"K6_REGIME_INFLUXDB_BATCHSIZE": "10"},
 			wantErr: []string{"unknown environment variable K6_REGIME_INFLUXDB_BATCHSIZE", "K6_REGIME_INFLUXDB_BATCH_SIZE"},
