@@ -58,7 +58,8 @@ build-demo:
 ## deps: install what the tests need on a fresh machine (Debian packages as root, InfluxDB, the pinned tools, Apache Otava from PyPI into .cache/otava)
 .PHONY: deps
 deps:
-	@./scripts/deps.sh
+	$(NEED_GO)
+	@GO=$(GO) ./scripts/deps.sh
 
 ## tools: install the pinned actionlint and kubeconform into .cache/tools (go install)
 .PHONY: tools
@@ -139,6 +140,7 @@ test-short:
 FUZZTIME ?= 60s
 .PHONY: fuzz
 fuzz:
+	$(NEED_GO)
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 ## bench: Go benchmarks (-benchmem) of the detector and the run engine's per-sample path (internal/engine), then paired stock-vs-extension k6 runs
@@ -177,6 +179,7 @@ LIVE_BIN := .cache/bin/live
 ## live-bin: build the live harness binary into .cache/bin/live (make live builds it first)
 .PHONY: live-bin
 live-bin:
+	$(NEED_GO)
 	@mkdir -p .cache/bin
 	$(GO) build -o $(LIVE_BIN) ./live/cmd/live
 

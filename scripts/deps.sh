@@ -75,7 +75,7 @@ if command -v docker >/dev/null 2>&1 && ! docker compose version >/dev/null 2>&1
     echo "deps: building docker compose v2.29.7 (Go module proxy)"
     mkdir -p "$bin"
     # outside the repository, so that its go.mod is not involved
-    (cd /tmp && GOBIN="$bin" GOFLAGS=-mod=mod go install github.com/docker/compose/v2/cmd@v2.29.7)
+    (cd /tmp && GOBIN="$bin" GOFLAGS=-mod=mod "${GO:-go}" install github.com/docker/compose/v2/cmd@v2.29.7)
     took "docker compose"
   fi
   mkdir -p "$HOME/.docker/cli-plugins"

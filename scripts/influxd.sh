@@ -18,7 +18,7 @@ install() {
   if [[ ! -x $gobin/influxd ]]; then
     mkdir -p "$gobin"
     # outside the repository, so that its go.mod is not involved
-    (cd /tmp && GOBIN=$gobin GOFLAGS=-mod=mod go install "github.com/influxdata/influxdb/cmd/influxd@$INFLUXD_VERSION") >&2
+    (cd /tmp && GOBIN=$gobin GOFLAGS=-mod=mod "${GO:-go}" install "github.com/influxdata/influxdb/cmd/influxd@$INFLUXD_VERSION") >&2
   fi
   echo "$gobin/influxd"
 }

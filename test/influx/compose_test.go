@@ -27,6 +27,12 @@ type composeFile struct {
 		Ports       []string          `yaml:"ports"`
 		Volumes     []string          `yaml:"volumes"`
 		Environment map[string]string `yaml:"environment"`
+		DependsOn   map[string]struct {
+			Condition string `yaml:"condition"`
+		} `yaml:"depends_on"`
+		Healthcheck *struct {
+			Test []string `yaml:"test"`
+		} `yaml:"healthcheck"`
 	} `yaml:"services"`
 }
 
@@ -81,6 +87,9 @@ func TestComposeFile(t *testing.T) {
 	k6 := c.Services["k6"]
 	require.Equal(t, "${TESTID:-compose}", k6.Environment["TESTID"], "the script names its folder by __ENV.TESTID")
 	require.Contains(t, k6.Volumes, "./results:"+k6.Environment["RESULTS_DIR"], "RESULTS_DIR is the host's ./results")
+	// k6 starts when the service answers, not when its process starts
+	require.Equal(t, "service_healthy", k6.DependsOn["demo-service"].Condition)
+	require.NotNil(t, c.Services["demo-service"].Healthcheck, "demo-service needs a healthcheck for k6 to wait on")
 	k6df, err := os.ReadFile(filepath.Join(root, "deploy", "k6.Dockerfile"))
 	require.NoError(t, err)
 	require.Contains(t, string(k6df), "--with github.com/xk6-regime/xk6-regime=.")

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,13 @@ func goCmd(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", args...)
+	// the go that runs these tests (make test's GO=/path/to/go need not be
+	// on PATH): $GO, else the GOROOT this test binary was built with
+	gocmd := os.Getenv("GO")
+	if gocmd == "" {
+		gocmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.CommandContext(ctx, gocmd, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out, err := cmd.CombinedOutput()
