@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -39,6 +40,18 @@ func loadProfile(cfg *Config, path string) error {
 		for _, scope := range p.Scopes {
 			if scope.Scenario == name {
 				if pr := scope.Prior(); pr.Ok {
+					// the detector built with this prior must be valid: a
+					// damaged profile, or detector options that only a prior
+					// makes count (prior_windows), are refused here, at
+					// init, not by a detector that fails mid-run
+					if errs := pr.Apply(sc.Detector).Validate(); len(errs) > 0 {
+						where := "scenario " + name
+						if scope.Endpoint != "" {
+							where += ", endpoint " + scope.Endpoint
+						}
+						return fmt.Errorf("profile: %s, %s: its prior makes an invalid detector configuration: %w",
+							path, where, errors.Join(errs...))
+					}
 					sc.Priors[scope.Endpoint] = pr
 				}
 			}

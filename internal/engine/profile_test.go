@@ -83,6 +83,11 @@ func TestConfigureProfile(t *testing.T) {
 	require.ErrorContains(t, err, "no such file")
 	_, err = ParseConfig(opts, []byte(`{"profile":`+jsonString(path)+`,"detector":{"method":"benchmark"}}`), noEnv)
 	require.ErrorContains(t, err, `uses the detector method "benchmark"; a profile's prior needs "service"`)
+	// options only a prior makes count are checked with it, at init: a
+	// detector that refuses its configuration mid-run once panicked k6
+	_, err = ParseConfig(opts, []byte(`{"profile":`+jsonString(path)+`,"detector":{"prior_windows":1}}`), noEnv)
+	require.ErrorContains(t, err, "scenario load: its prior makes an invalid detector configuration")
+	require.ErrorContains(t, err, "prior_windows")
 
 	cfg, err = ParseConfig(opts, nil, noEnv)
 	require.NoError(t, err)

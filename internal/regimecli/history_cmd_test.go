@@ -168,3 +168,31 @@ func TestProfileCommand(t *testing.T) {
 	code, txt = runRegime(t, append([]string{"profile", "--out", filepath.Join(plain, "p.json")}, runs...)...)
 	require.Equal(t, 0, code, txt)
 }
+
+// TestHistoryRareEndpoint: an endpoint that one run alone settled (an
+// interrupted run, or one that called it) no longer leaves every other run
+// out: the columns are the kept runs', and an endpoint's that fewer than
+// half of them have is left out and named.
+func TestHistoryRareEndpoint(t *testing.T) {
+	t.Parallel()
+	withAdmin := func(s *results.Summary) {
+		withSettled(true, false)(s)
+		ttss := 1000.0
+		s.Scenarios["load"].Settled.Endpoints["/admin"] = &results.Settled{Steady: true, Class: "flat", TTSSMs: &ttss,
+			Stats: &results.SettledStats{Count: 10, P50Ms: 3, P95Ms: 4, P99Ms: 5}}
+	}
+	runs := []string{summaryDir(t, withSettled(true, false)), summaryDir(t, withSettled(true, false)), summaryDir(t, withSettled(true, false))}
+	interrupted := summaryDir(t, func(s *results.Summary) {
+		withAdmin(s)
+		s.End = &results.RunEnd{Status: results.EndInterrupted, Signal: "SIGINT"}
+	})
+	code, out := runRegime(t, append([]string{"history"}, append(runs, interrupted)...)...)
+	require.Equal(t, 0, code, out)
+	require.NotContains(t, out, "/admin", "the interrupted run adds no column")
+	require.Equal(t, 3, strings.Count(out, "\n")-1-strings.Count(out, "history: "), "three rows: %s", out)
+
+	code, out = runRegime(t, append([]string{"history"}, append(runs, summaryDir(t, withAdmin))...)...)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "history: left out the column load[/admin].steady_p50_ms: only 1 of 4 runs have it")
+	require.NotContains(t, out, "history: left out /", "no run left out")
+}

@@ -638,6 +638,9 @@ func writeHistory(gs *state.GlobalState, args []string, out string, o results.Hi
 	if note := results.SchemaNote(sums, dirs); note != "" {
 		fmt.Fprintf(gs.Stderr, "history: %s\n", note)
 	}
+	for _, d := range h.Dropped {
+		fmt.Fprintf(gs.Stderr, "history: left out the column %s\n", d)
+	}
 	for _, s := range h.Skipped {
 		fmt.Fprintf(gs.Stderr, "history: left out %s\n", s)
 	}

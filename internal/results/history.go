@@ -36,6 +36,10 @@ type History struct {
 	Header  []string
 	Rows    [][]string
 	Skipped []string
+	// Dropped names the endpoint columns left out because fewer than half
+	// of the runs kept have them (an endpoint most runs never settled, or
+	// called, would otherwise leave every other run out).
+	Dropped []string
 }
 
 // historyAttrs are the columns before the figures.
@@ -121,7 +125,9 @@ func (h historyScope) figures() []historyFigure {
 
 // BuildHistory makes the history of the runs sums (read from dirs). The
 // runs must be of one script: the same scenarios, named in the error
-// otherwise. A column no run has a value for is left out.
+// otherwise. The columns are those of the runs kept (complete, unless
+// KeepIncomplete): one no kept run has a value for is left out, and so is
+// an endpoint's that fewer than half of them have (named in Dropped).
 func BuildHistory(sums []*Summary, dirs []string, o HistoryOptions) (*History, error) {
 	if len(sums) == 0 {
 		return nil, fmt.Errorf("history: no results folders")
@@ -137,14 +143,43 @@ func BuildHistory(sums []*Summary, dirs []string, o HistoryOptions) (*History, e
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return sums[a].Started.Compare(sums[b].Started) })
-	header, cols := historyColumns(historyScopes(sums), sums, order)
-	h := &History{Header: append(slices.Clone(historyAttrs), header...)}
-	for k, i := range order {
-		s := sums[i]
-		if !s.Completed() && !o.KeepIncomplete {
+	h := &History{}
+	// the columns are those of the runs kept: a run left out must not add
+	// a column that every kept run then lacks
+	kept := order[:0:0]
+	for _, i := range order {
+		if s := sums[i]; !s.Completed() && !o.KeepIncomplete {
 			h.Skipped = append(h.Skipped, fmt.Sprintf("%s: the run did not complete (%s)", dirs[i], s.EndText()))
 			continue
 		}
+		kept = append(kept, i)
+	}
+	keptSums := make([]*Summary, len(kept))
+	for k, i := range kept {
+		keptSums[k] = sums[i]
+	}
+	var header []string
+	var cols [][]historyCell
+	if len(kept) > 0 {
+		var endpoint []bool
+		header, cols, endpoint = historyColumns(historyScopes(keptSums), sums, kept)
+		for c := 0; c < len(header); c++ {
+			n := 0
+			for _, cell := range cols[c] {
+				if cell.ok {
+					n++
+				}
+			}
+			if endpoint[c] && 2*n < len(kept) {
+				h.Dropped = append(h.Dropped, fmt.Sprintf("%s: only %d of %d runs have it", header[c], n, len(kept)))
+				header, cols, endpoint = slices.Delete(header, c, c+1), slices.Delete(cols, c, c+1), slices.Delete(endpoint, c, c+1)
+				c--
+			}
+		}
+	}
+	h.Header = append(slices.Clone(historyAttrs), header...)
+	for k, i := range kept {
+		s := sums[i]
 		row := []string{s.Started.UTC().Format(time.RFC3339Nano), runLabel(s, o.LabelKey), s.RunID, dirs[i]}
 		var missing []string
 		for c, col := range cols {
@@ -194,9 +229,10 @@ type historyCell struct {
 // historyColumns returns the columns of the scopes' figures that at least
 // one run has: their names and, per column, each run's cell (k-th: the run
 // order[k]'s).
-func historyColumns(scopes []historyScope, sums []*Summary, order []int) ([]string, [][]historyCell) {
+func historyColumns(scopes []historyScope, sums []*Summary, order []int) ([]string, [][]historyCell, []bool) {
 	var header []string
 	var cols [][]historyCell
+	var endpoint []bool
 	for _, sc := range scopes {
 		for _, f := range sc.figures() {
 			col := make([]historyCell, len(order))
@@ -218,10 +254,11 @@ func historyColumns(scopes []historyScope, sums []*Summary, order []int) ([]stri
 			if seen {
 				header = append(header, sc.prefix()+f.name)
 				cols = append(cols, col)
+				endpoint = append(endpoint, sc.endpoint != "")
 			}
 		}
 	}
-	return header, cols
+	return header, cols, endpoint
 }
 
 // missingWhy gives the settled views' reasons for no steady state.
@@ -241,8 +278,12 @@ func missingWhy(s *Summary) string {
 func runLabel(s *Summary, key string) string {
 	if key != "" {
 		if v, ok := s.Extra[key]; ok && v != nil {
-			if str, ok := v.(string); ok {
-				return str
+			switch x := v.(type) {
+			case string:
+				return x
+			case float64:
+				// a commit or build number read from JSON: digits, not 2.0261129e+07
+				return strconv.FormatFloat(x, 'f', -1, 64)
 			}
 			return fmt.Sprint(v)
 		}

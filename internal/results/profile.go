@@ -592,7 +592,12 @@ func welchEnd(runs [][]float64, wander Interval) float64 {
 	}
 	nb := len(runs[0])
 	rel := relLogs(runs)
+	// the curve's blocks with a value, and their block index: an empty
+	// block (windows longer than a block at a low rate) is skipped, and the
+	// end is given in blocks, not in points of the shortened curve (which
+	// put a 20-s warm-up at 5 s with 4-s windows)
 	var curve []float64
+	var at []int
 	for b := range nb {
 		var col []float64
 		for _, r := range rel {
@@ -605,6 +610,7 @@ func welchEnd(runs [][]float64, wander Interval) float64 {
 		}
 		slices.Sort(col)
 		curve = append(curve, quantile64(col, 0.5))
+		at = append(at, b)
 	}
 	n := len(curve)
 	if n < 4 {
@@ -633,7 +639,7 @@ func welchEnd(runs [][]float64, wander Interval) float64 {
 	end := 0
 	for i, v := range curve[:n/2] {
 		if v < lo || v > hi {
-			end = i + 1
+			end = at[i] + 1
 		}
 	}
 	return float64(end)

@@ -246,3 +246,30 @@ func TestAgreedEndSparse(t *testing.T) {
 	_, ok = agreedEnd(med, tl)
 	require.False(t, ok, "only 2 runs have the scope")
 }
+
+// TestWelchEndSparseBlocks: with windows longer than a block (a low rate),
+// only some blocks have a value; the averaged curve's end is still given in
+// blocks (it was given in points of the shortened curve: a 20-s warm-up
+// read as 5 s with a value every 4 blocks).
+func TestWelchEndSparseBlocks(t *testing.T) {
+	t.Parallel()
+	for _, every := range []int{1, 4} {
+		var runs [][]float64
+		for k := range 5 {
+			r := make([]float64, 80)
+			for b := range r {
+				if b%every != 0 {
+					continue // no window ends in this block
+				}
+				r[b] = 5 * (1 + 0.02*float64((b+k)%3))
+				if b < 20 {
+					r[b] = 10
+				}
+			}
+			runs = append(runs, r)
+		}
+		end := welchEnd(runs, Interval{Lo: -0.05, Hi: 0.05})
+		require.Greater(t, end, 20.0-float64(every), "a value every %d blocks", every)
+		require.LessOrEqual(t, end, 20.0, "a value every %d blocks", every)
+	}
+}

@@ -53,13 +53,20 @@ func LoadProfile(path string) (*Profile, error) {
 		if sc.Scenario == "" {
 			return nil, fmt.Errorf("profile: %s is damaged: a scope without a scenario", path)
 		}
-		for _, v := range []float64{sc.LevelMs, sc.LevelSpread.Lo, sc.LevelSpread.Hi, sc.WarmupEnd.Median} {
-			if math.IsNaN(v) || math.IsInf(v, 0) || v < -1 {
-				return nil, fmt.Errorf("profile: %s is damaged: scenario %s has a level or warm-up end of %v", path, sc.Scenario, v)
+		for _, v := range []float64{sc.LevelMs, sc.LevelSpread.Lo, sc.LevelSpread.Hi, sc.Envelope.Median.Lo, sc.Envelope.Median.Hi} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < -1 || v > 1e6 {
+				return nil, fmt.Errorf("profile: %s is damaged: scenario %s has a level or level band of %v", path, sc.Scenario, v)
 			}
 		}
-		if a := sc.AgreedEndMs; a != nil && (math.IsNaN(*a) || math.IsInf(*a, 0) || *a < 0) {
-			return nil, fmt.Errorf("profile: %s is damaged: scenario %s has agreed_end_ms %v", path, sc.Scenario, *a)
+		// times in ms: within a day (a prior of more is no run's warm-up)
+		ends := []float64{sc.WarmupEnd.Median, sc.WelchEndMs}
+		if sc.AgreedEndMs != nil {
+			ends = append(ends, *sc.AgreedEndMs)
+		}
+		for _, v := range ends {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 86400e3 {
+				return nil, fmt.Errorf("profile: %s is damaged: scenario %s has a warm-up end of %v ms", path, sc.Scenario, v)
+			}
 		}
 	}
 	return &p, nil
@@ -323,7 +330,9 @@ func ProfileFailures(checks []ProfileCheck, budgets []Budget) ([]string, error) 
 		}
 	}
 	var out []string
+	judged := map[string]int{}
 	for _, c := range checks {
+		judged[c.Figure]++
 		switch b, ok := byFigure[c.Figure]; {
 		case c.RunMs == nil:
 			out = append(out, c.Text())
@@ -333,6 +342,13 @@ func ProfileFailures(checks []ProfileCheck, budgets []Budget) ([]string, error) 
 			out = append(out, fmt.Sprintf("%s; over the budget %s", c.Text(), b))
 		case ok && !b.Relative && *c.RunMs > c.ProfileMs+b.Value:
 			out = append(out, fmt.Sprintf("%s; over the budget %s ms", c.Text(), b))
+		}
+	}
+	// a budget no check judged (the profile has no such figure) fails: it
+	// must not pass on no data
+	for _, f := range []string{CheckTTSS, CheckP50, CheckP99} {
+		if b, ok := byFigure[f]; ok && judged[f] == 0 {
+			out = append(out, fmt.Sprintf("the budget %s judged no figure: the profile has no %s to set the run against", b, f))
 		}
 	}
 	return out, nil

@@ -90,10 +90,19 @@ func TestLoadProfileRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, old.Scope("load", "").AgreedEndMs)
 	require.Equal(t, max(sc.WarmupEnd.Median, sc.WelchEndMs), old.Scope("load", "").Prior().WarmupMs)
-	for _, v := range []any{-1000, "soon"} {
+	for _, v := range []any{-1000, "soon", 1e300} {
 		raw["scopes"].([]any)[0].(map[string]any)["agreed_end_ms"] = v
 		_, err = LoadProfile(writeProfile(t, raw))
 		require.ErrorContains(t, err, "is damaged", "agreed_end_ms %v", v)
+	}
+	delete(raw["scopes"].([]any)[0].(map[string]any), "agreed_end_ms")
+	for key, v := range map[string]any{"welch_end_ms": -1000, "level_ms": 1e300} {
+		sc := raw["scopes"].([]any)[0].(map[string]any)
+		was := sc[key]
+		sc[key] = v
+		_, err = LoadProfile(writeProfile(t, raw))
+		require.ErrorContains(t, err, "is damaged", "%s %v", key, v)
+		sc[key] = was
 	}
 	require.ErrorContains(t, back.MatchScenarios([]string{"browse", "load"}),
 		"it was learnt from scenarios load, the script declares browse, load")
@@ -185,6 +194,18 @@ func TestProfileChecks(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ProfileFailures(checks, b)
 	require.ErrorContains(t, err, "a profile judges ttss, p50 and p99 only")
+	// a budget on a figure the profile has no check for fails
+	var noTTSS []ProfileCheck
+	for _, c := range checks {
+		if c.Figure != CheckTTSS {
+			noTTSS = append(noTTSS, c)
+		}
+	}
+	b, err = ParseBudgets("ttss=+1000%,p50=+1000%,p99=+1000%")
+	require.NoError(t, err)
+	fails, err = ProfileFailures(noTTSS, b)
+	require.NoError(t, err)
+	require.Equal(t, []string{"the budget ttss=+1000% judged no figure: the profile has no ttss to set the run against"}, fails)
 
 	none := p.CheckSettled("load", &Settled{Steady: false})
 	require.Len(t, none, 3)
