@@ -196,3 +196,19 @@ func TestHistoryRareEndpoint(t *testing.T) {
 	require.Contains(t, out, "history: left out the column load[/admin].steady_p50_ms: only 1 of 4 runs have it")
 	require.NotContains(t, out, "history: left out /", "no run left out")
 }
+
+// TestHistoryApproximateTail: a merged folder whose series points held
+// several iterations has an understated tail: its run is left out of the
+// tail columns' history (named, with why), not written with a false drop.
+func TestHistoryApproximateTail(t *testing.T) {
+	t.Parallel()
+	approx := summaryDir(t, func(s *results.Summary) {
+		withSettled(true, false)(s)
+		s.Scenarios["load"].Settled.Approximate = true
+	})
+	runs := []string{summaryDir(t, withSettled(true, false)), summaryDir(t, withSettled(true, false)), approx}
+	code, out := runRegime(t, append([]string{"history"}, runs...)...)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "history: left out "+approx+": no load.steady_p95_ms, load.steady_p99_ms")
+	require.Contains(t, out, "a merged folder's approximate view, whose tail is understated")
+}

@@ -13,9 +13,9 @@ func historyRun(id string, start time.Time, p99 float64, ttss *float64, commit s
 	f := func(v float64) *float64 { return &v }
 	settled := &Settled{Steady: ttss != nil, TTSSMs: ttss}
 	if ttss != nil {
-		settled.Stats = &SettledStats{P50Ms: p99 / 2, P95Ms: p99 * 0.9, P99Ms: p99, ErrorRate: f(0)}
+		settled.Stats = &SettledStats{Count: 1000, P50Ms: p99 / 2, P95Ms: p99 * 0.9, P99Ms: p99, ErrorRate: f(0)}
 		settled.Endpoints = map[string]*Settled{"claim": {Steady: true, TTSSMs: ttss,
-			Stats: &SettledStats{P50Ms: p99 / 3, P95Ms: p99 * 0.8, P99Ms: p99 * 0.95}}}
+			Stats: &SettledStats{Count: 1000, P50Ms: p99 / 3, P95Ms: p99 * 0.8, P99Ms: p99 * 0.95}}}
 	} else {
 		settled.Reason = "never reached"
 	}

@@ -523,7 +523,11 @@ func (sc *ProfileScope) steadyLevels(blockMs float64, med, tail [][]float64, ori
 		}
 		if st.Stats != nil && st.Stats.Count > 0 {
 			p50s = append(p50s, st.Stats.P50Ms)
-			p99s = append(p99s, st.Stats.P99Ms)
+			if !st.Approximate {
+				// a merged folder whose series points held several
+				// iterations understates its tail: no p99 to learn
+				p99s = append(p99s, st.Stats.P99Ms)
+			}
 		}
 		end := st.AtMs - origin[k][sc.Scenario]
 		ends = append(ends, max(end, 0))
