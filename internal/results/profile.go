@@ -263,8 +263,29 @@ func checkProfileInputs(in []ProfileInput, sums []*Summary, dirs []string) error
 				dirs[i], WindowsFile, r.Summary.Series.WindowsStride)
 		}
 	}
+	// runs of one load last as long: a run much shorter than the others
+	// has no second half where theirs is, so its level, and its part in
+	// the curve the runs share, are not theirs
+	lo, hi := 0, 0
+	for i, r := range in {
+		if r.Summary.DurationS < in[lo].Summary.DurationS {
+			lo = i
+		}
+		if r.Summary.DurationS > in[hi].Summary.DurationS {
+			hi = i
+		}
+	}
+	if a, b := in[lo].Summary.DurationS, in[hi].Summary.DurationS; a > 0 && b > profileDurationTolerance*a {
+		return fmt.Errorf("profile: %s lasted %.0f s and %s %.0f s: runs of one script and load last as long (within %.0f%%); "+
+			"learn a profile from runs of the same duration", dirs[lo], a, dirs[hi], b, 100*(profileDurationTolerance-1))
+	}
 	return nil
 }
+
+// profileDurationTolerance is how much longer than the shortest run the
+// longest may last (k6's graceful stops and a slow teardown move a run's
+// end by seconds, not by a fifth).
+const profileDurationTolerance = 1.2
 
 // scopeKey is a profile's scope: a scenario, or one of its endpoints.
 type scopeKey struct{ scenario, endpoint string }

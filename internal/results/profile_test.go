@@ -147,6 +147,17 @@ func TestProfileRefuses(t *testing.T) {
 	in[0].Windows = nil
 	_, err = BuildProfile(in, ProfileOptions{})
 	require.ErrorContains(t, err, "runs/a has no windows.csv")
+
+	in = mk()
+	for i := range in {
+		in[i].Summary.DurationS = 30
+	}
+	in[2].Summary.DurationS = 60
+	_, err = BuildProfile(in, ProfileOptions{})
+	require.ErrorContains(t, err, "runs/a lasted 30 s and runs/c 60 s: runs of one script and load last as long (within 20%)")
+	in[2].Summary.DurationS = 33
+	_, err = BuildProfile(in, ProfileOptions{})
+	require.NoError(t, err, "seconds of graceful stop apart")
 }
 
 // agreedRuns makes n runs of nb 1-s blocks: level 1 with lognormal noise
