@@ -150,7 +150,9 @@ export function steady(spec, opts = {}) {
       }
     }
     // a Trend budget of a metric with no counter is guarded by its own count
-    const trend = rules.some((r) => /^\s*(p\([0-9.]+\)|avg|med|min|max)\s*[<>=!]/.test(typeof r === 'string' ? r : String(r && r.threshold)));
+    // (p(N), avg and med are only a Trend's: min and max are a Gauge's too,
+    // which has no count)
+    const trend = rules.some((r) => /^\s*(p\([0-9.]+\)|avg|med)\s*[<>=!]/.test(typeof r === 'string' ? r : String(r && r.threshold)));
     for (const phase of targets) {
       const t = { ...tags, regime: 'steady' };
       if (phase !== undefined) t.phase = phase;
