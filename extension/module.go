@@ -146,12 +146,11 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 		}
 	case engine.TaggingWrap:
 		if !fromWrap {
-			mi.untagWrapped(state)
-			mi.note(state)
+			mi.note(state, mi.untagWrapped(state))
 			return
 		}
 	default:
-		mi.note(state)
+		mi.note(state, state.Tags.GetCurrentValues().Tags)
 		return
 	}
 	cur := state.Tags.GetCurrentValues().Tags
@@ -177,26 +176,30 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 // carried the regime of the VU's last wrapped call, however old. The
 // usual case, the tag set the wrap() call left, is a pointer swap back
 // to the set it was made from, and the next wrapped call's a swap again
-// while the regime holds.
-func (mi *moduleInstance) untagWrapped(state *lib.State) {
-	if mi.lastTags == nil {
-		return
-	}
+// while the regime holds. It returns the VU's tag set after its change,
+// for note (one read of the set per iteration).
+func (mi *moduleInstance) untagWrapped(state *lib.State) *metrics.TagSet {
 	cur := state.Tags.GetCurrentValues().Tags
+	if mi.lastTags == nil {
+		return cur
+	}
 	switch {
 	case cur == mi.lastTags:
 		// both sets are kept: the next wrapped call swaps back (iterationStart)
 		base := mi.lastBase
 		state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.Tags = base })
+		return base
 	case cur == mi.lastBase:
 		// untagged already (no wrapped call since)
 	default:
 		if _, ok := cur.Get(engine.RegimeTag); ok {
 			// the script changed the VU's tags since: take the tag off theirs
 			state.Tags.Modify(func(t *metrics.TagsAndMeta) { t.DeleteTag(engine.RegimeTag) })
+			cur = state.Tags.GetCurrentValues().Tags
 		}
 		mi.lastTags, mi.lastBase = nil, nil
 	}
+	return cur
 }
 
 // note records the VU's scenario for the engine without tagging (tagging
@@ -205,9 +208,9 @@ func (mi *moduleInstance) untagWrapped(state *lib.State) {
 // end, and the scenario's start and tags. Without it a run that tags
 // nothing would push no regime_* metric, and every threshold on them would
 // pass on no data. Its cost per iteration is a pointer comparison: k6
-// replaces the VU's tag set when a scenario activates the VU.
-func (mi *moduleInstance) note(state *lib.State) {
-	cur := state.Tags.GetCurrentValues().Tags
+// replaces the VU's tag set when a scenario activates the VU. cur is the
+// VU's current tag set, read by the caller.
+func (mi *moduleInstance) note(state *lib.State, cur *metrics.TagSet) {
 	if cur == mi.notedTags || cur == mi.lastTags {
 		return // noted already, or tagged by wrap() (tag() notes too)
 	}
