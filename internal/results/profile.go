@@ -222,7 +222,7 @@ func BuildProfile(in []ProfileInput, o ProfileOptions) (*Profile, error) {
 	for key, byRun := range wins {
 		for k, ws := range byRun {
 			for _, w := range ws {
-				longest = max(longest, w.LastMs-origin[k][key.scenario])
+				longest = max(longest, w.LastMs-origin[k][key])
 			}
 		}
 	}
@@ -292,12 +292,16 @@ type scopeKey struct{ scenario, endpoint string }
 
 // profileWindows sorts the runs' windows by scope, each scope's per run in
 // run order (the k-th slice is the run order[k]'s), and returns with them
-// each run's origin per scenario: the start of its first window.
-func profileWindows(in []ProfileInput, order []int) (map[scopeKey][][]WindowRow, []map[string]float64) {
+// each run's origin per scope: the start of its first window. An
+// endpoint's is its own, not its scenario's: online, an endpoint's detector
+// starts at the endpoint's first observation and counts its prior warm-up
+// end from there (an endpoint first called 20 s into the run would
+// otherwise get a prior 20 s too late, and a warm-up curve shifted by 20 s).
+func profileWindows(in []ProfileInput, order []int) (map[scopeKey][][]WindowRow, []map[scopeKey]float64) {
 	wins := map[scopeKey][][]WindowRow{}
-	origin := make([]map[string]float64, len(order))
+	origin := make([]map[scopeKey]float64, len(order))
 	for k, i := range order {
-		origin[k] = map[string]float64{}
+		origin[k] = map[scopeKey]float64{}
 		for _, w := range in[i].Windows {
 			key := scopeKey{w.Scenario, w.Endpoint}
 			if _, ok := in[i].Summary.Scenarios[w.Scenario]; !ok {
@@ -307,8 +311,8 @@ func profileWindows(in []ProfileInput, order []int) (map[scopeKey][][]WindowRow,
 				wins[key] = make([][]WindowRow, len(order))
 			}
 			wins[key][k] = append(wins[key][k], w)
-			if o, ok := origin[k][w.Scenario]; !ok || w.FirstMs < o {
-				origin[k][w.Scenario] = w.FirstMs
+			if o, ok := origin[k][key]; !ok || w.FirstMs < o {
+				origin[k][key] = w.FirstMs
 			}
 		}
 	}
@@ -437,7 +441,7 @@ func distOf(v []float64) ProfileDist {
 }
 
 // profileScope builds one scope's profile from its windows in each run.
-func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, origin []map[string]float64, sums []*Summary, order []int) *ProfileScope {
+func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, origin []map[scopeKey]float64, sums []*Summary, order []int) *ProfileScope {
 	sc := &ProfileScope{Scenario: scenario, Endpoint: endpoint}
 	med, tail := sc.blocks(p.BlockMs, byRun, origin)
 	sc.Median, sc.Tail = profileBand(med), profileBand(tail)
@@ -468,12 +472,12 @@ func profileScope(p *Profile, scenario, endpoint string, byRun [][]WindowRow, or
 // order[k]'s; 0 where a run has no window): each window is assigned to the
 // block of its middle, and windows sharing a block give their
 // count-weighted mean. It sets the scope's tail quantile.
-func (sc *ProfileScope) blocks(blockMs float64, byRun [][]WindowRow, origin []map[string]float64) (med, tail [][]float64) {
+func (sc *ProfileScope) blocks(blockMs float64, byRun [][]WindowRow, origin []map[scopeKey]float64) (med, tail [][]float64) {
 	nb := 0
 	for k, ws := range byRun {
 		for _, w := range ws {
 			sc.TailQuantile = w.TailQuantile
-			b := int(((w.FirstMs+w.LastMs)/2 - origin[k][sc.Scenario]) / blockMs)
+			b := int(((w.FirstMs+w.LastMs)/2 - origin[k][scopeKey{sc.Scenario, sc.Endpoint}]) / blockMs)
 			nb = max(nb, b+1)
 		}
 	}
@@ -483,7 +487,7 @@ func (sc *ProfileScope) blocks(blockMs float64, byRun [][]WindowRow, origin []ma
 		med[k], tail[k] = make([]float64, nb), make([]float64, nb)
 		cnt := make([]int, nb)
 		for _, w := range ws {
-			b := int(((w.FirstMs+w.LastMs)/2 - origin[k][sc.Scenario]) / blockMs)
+			b := int(((w.FirstMs+w.LastMs)/2 - origin[k][scopeKey{sc.Scenario, sc.Endpoint}]) / blockMs)
 			if b < 0 || b >= nb || w.N == 0 {
 				continue
 			}
@@ -530,7 +534,7 @@ func profileBand(curves [][]float64) []ProfileBand {
 // state are counted in NoSteady), and returns the relative deviations of
 // the steady blocks' medians and tails from their run's level (the
 // envelope's material).
-func (sc *ProfileScope) steadyLevels(blockMs float64, med, tail [][]float64, origin []map[string]float64,
+func (sc *ProfileScope) steadyLevels(blockMs float64, med, tail [][]float64, origin []map[scopeKey]float64,
 	sums []*Summary, order []int) (devM, devT []float64) {
 	var ends, levels, p50s, p99s []float64
 	for k, i := range order {
@@ -550,7 +554,7 @@ func (sc *ProfileScope) steadyLevels(blockMs float64, med, tail [][]float64, ori
 				p99s = append(p99s, st.Stats.P99Ms)
 			}
 		}
-		end := st.AtMs - origin[k][sc.Scenario]
+		end := st.AtMs - origin[k][scopeKey{sc.Scenario, sc.Endpoint}]
 		ends = append(ends, max(end, 0))
 		var ms, ts []float64
 		for b := max(int(math.Ceil(end/blockMs)), 0); b < len(med[k]); b++ {

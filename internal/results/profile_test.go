@@ -284,3 +284,41 @@ func TestWelchEndSparseBlocks(t *testing.T) {
 		require.LessOrEqual(t, end, 20.0, "a value every %d blocks", every)
 	}
 }
+
+// TestProfileEndpointOrigin: an endpoint first called 20 s into each run
+// (a phase that starts later) and warming up over its own first 10 s has
+// its curve, warm-up end and prior counted from its own first window, as
+// its online detector counts its prior from its own first observation:
+// timed from the scenario's first window, its prior would wait until 30 s
+// of its own time.
+func TestProfileEndpointOrigin(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	var in []ProfileInput
+	for i := range 5 {
+		r := profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 60, 8, 0.05)
+		base := float64(r.Summary.Started.UnixMilli())
+		late := profileRun(rng, "x", r.Summary.Started, 40, 10, 0.05)
+		for _, w := range late.Windows {
+			w.Endpoint = "late"
+			w.FirstMs += 20000
+			w.LastMs += 20000
+			r.Windows = append(r.Windows, w)
+		}
+		at := base + 30000 // settled 10 s after its first call
+		r.Summary.Scenarios["load"].Settled.Endpoints = map[string]*Settled{"late": {Steady: true, AtMs: at}}
+		in = append(in, r)
+	}
+	p, err := BuildProfile(in, ProfileOptions{RateTolerance: 0.2})
+	require.NoError(t, err)
+	sc := p.Scope("load", "late")
+	require.NotNil(t, sc)
+	require.Len(t, sc.Median, 40, "the endpoint's 40 s, from its own first window")
+	require.InDelta(t, 20, sc.Median[0].Mid, 0.01, "its first block is its first window")
+	require.Equal(t, 10000.0, sc.WarmupEnd.Median, "its warm-up end, from its own first window")
+	pr := sc.Prior()
+	require.True(t, pr.Ok)
+	require.Less(t, pr.WarmupMs, 15000.0, "its prior, from its own first window")
+	require.Equal(t, 8000.0, p.Scope("load", "").WarmupEnd.Median, "the scenario's, from the scenario's first window")
+}
