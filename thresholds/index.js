@@ -104,7 +104,8 @@ function noScenario(fn) {
 // no-data guard; it throws when no scenario is gated. Each budget of a
 // metric with a counter (COUNTERS, and counters: {metric: counterName} for
 // your own, such as a gRPC request counter) gets a guard on the same
-// sub-metric of that counter: count>0.
+// sub-metric of that counter: count>0; a Trend budget of a metric with none,
+// max>0 on its own sub-metric (0 when it has no sample).
 export function steady(spec, opts = {}) {
   const phases = opts.phases || [];
   const gated = gatedScenarios(opts.scenarios, phases, opts.scenarioNames);
@@ -149,10 +150,13 @@ export function steady(spec, opts = {}) {
         throw new Error(`thresholds: ${JSON.stringify(key)} names phase ${JSON.stringify(tags.phase)} and a scenario of phase ${JSON.stringify(targets[0])}`);
       }
     }
-    // a Trend budget of a metric with no counter is guarded by its own count
-    // (p(N), avg and med are only a Trend's: min and max are a Gauge's too,
-    // which has no count)
-    const trend = rules.some((r) => /^\s*(p\([0-9.]+\)|avg|med)\s*[<>=!]/.test(typeof r === 'string' ? r : String(r && r.threshold)));
+    // a Trend budget (p(N), avg, med, min, max: k6 takes these on a Trend
+    // only) of a metric with no counter is guarded on its own sub-metric by
+    // max>0: k6 has no count on a Trend (count>0 there is a config error,
+    // exit 104) and gives every statistic of an empty Trend as 0, so its
+    // budgets pass on no sample and max>0 fails. A Trend whose every value
+    // may be 0 needs a counter (counters option) instead.
+    const trend = rules.some((r) => /^\s*(p\([0-9.]+\)|avg|med|min|max)\s*[<>=!]/.test(typeof r === 'string' ? r : String(r && r.threshold)));
     for (const phase of targets) {
       const t = { ...tags, regime: 'steady' };
       if (phase !== undefined) t.phase = phase;
@@ -161,7 +165,7 @@ export function steady(spec, opts = {}) {
       if (counters[metric]) {
         guards[formatKey(counters[metric], t)] = ['count>0'];
       } else if (trend) {
-        guards[k] = ['count>0'];
+        guards[k] = ['max>0'];
       }
     }
   }

@@ -43,12 +43,15 @@ test('steady scopes budgets to steady samples per phase and guards each budget a
   });
 });
 
-test('steady without a counter guards a Trend budget by its own count', () => {
+test('steady without a counter guards a Trend budget by max>0 on its own sub-metric', () => {
+  // k6 takes no count on a Trend (exit 104); an empty Trend's max is 0
   const out = steady({ 'grpc_req_duration{endpoint:send_stat}': ['p(95)<50'] }, { phases: ['gameplay'], scenarios });
-  assert.deepEqual(out['grpc_req_duration{endpoint:send_stat,phase:gameplay,regime:steady}'], ['p(95)<50', 'count>0']);
-  // a Gauge's max has no count either (min and max are a Gauge's too)
-  const gauge = steady({ 'pool_size{endpoint:x}': ['max<50'] }, { phases: ['gameplay'], scenarios });
-  assert.deepEqual(gauge['pool_size{endpoint:x,phase:gameplay,regime:steady}'], ['max<50']);
+  assert.deepEqual(out['grpc_req_duration{endpoint:send_stat,phase:gameplay,regime:steady}'], ['p(95)<50', 'max>0']);
+  const mx = steady({ 'my_latency{endpoint:x}': ['max<50'] }, { phases: ['gameplay'], scenarios });
+  assert.deepEqual(mx['my_latency{endpoint:x,phase:gameplay,regime:steady}'], ['max<50', 'max>0']);
+  // a Gauge takes only value: no guard of its own
+  const gauge = steady({ 'pool_size{endpoint:x}': ['value<50'] }, { phases: ['gameplay'], scenarios });
+  assert.deepEqual(gauge['pool_size{endpoint:x,phase:gameplay,regime:steady}'], ['value<50']);
   // a Rate budget has no count to guard it: left to the scenario guards
   const rate = steady({ 'checks{endpoint:claim}': ['rate>0.99'] }, { phases: ['gameplay'], scenarios });
   assert.deepEqual(rate['checks{endpoint:claim,phase:gameplay,regime:steady}'], ['rate>0.99']);

@@ -324,6 +324,64 @@ func TestUntaggedRunsStillGate(t *testing.T) {
 	}
 }
 
+const trendBudgetScript = `
+import http from 'k6/http';
+import { Trend } from 'k6/metrics';
+import regime from 'k6/x/regime';
+import { steady } from '${REPO}/thresholds/index.js';
+
+const latency = new Trend('my_latency', true);
+export const options = {
+  scenarios: {
+    gameplay: { executor: 'constant-vus', vus: 2, duration: '10s', tags: { phase: 'gameplay' } },
+  },
+};
+// a Trend of the script's own, with no counter: steady() guards it on its
+// own sub-metric (the steady gate left out: this test is about the guard)
+options.thresholds = steady(
+  { ['my_latency{endpoint:' + __ENV.BUDGET_ENDPOINT + '}']: ['p(95)<1000'] },
+  { phases: ['gameplay'], scenarios: options.scenarios, gate: false },
+);
+regime.configure(options, { detector: { window_min_duration: '250ms' } });
+
+export default function () {
+  const res = http.get(__ENV.BASE_URL + '/item');
+  latency.add(res.timings.duration, { endpoint: 'item' });
+}
+`
+
+// TestTrendBudgetWithoutCounter: steady()'s guard of a Trend budget with no
+// counter is one k6 takes (k6 refuses count on a Trend: exit 104 before
+// the test) and that fails on no sample: the budget of the endpoint the
+// script tags passes, the same budget of a misspelled endpoint fails (exit
+// 99) on max>0, where the p(95) alone passes on no data.
+func TestTrendBudgetWithoutCounter(t *testing.T) {
+	bin := k6Binary(t)
+	script := strings.ReplaceAll(trendBudgetScript, "${REPO}", repoRoot(t))
+	type run struct {
+		endpoint string
+		res      k6Result
+		err      error
+	}
+	runs := []*run{{endpoint: "item"}, {endpoint: "itme"}}
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		srv := newScheduleServer(t, coldWarmSteady(20, 20, 10*time.Millisecond))
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "script.js"), []byte(script), 0o600))
+		wg.Go(func() {
+			r.res, r.err = runK6Script(bin, dir, "script.js", map[string]string{"BASE_URL": srv.URL, "BUDGET_ENDPOINT": r.endpoint}, "--quiet")
+		})
+	}
+	wg.Wait()
+	require.NoError(t, runs[0].err)
+	require.NoError(t, runs[1].err)
+	require.Equal(t, 0, runs[0].res.ExitCode, "stderr:\n%s", runs[0].res.Stderr)
+	require.Equal(t, 99, runs[1].res.ExitCode, "stderr:\n%s", runs[1].res.Stderr)
+	require.Regexp(t, `thresholds on metrics '[^']*my_latency\{endpoint:itme,phase:gameplay,regime:steady\}`, runs[1].res.Stderr)
+	require.Contains(t, runs[0].res.Stderr, "reached steady state", "the passing run judged steady samples")
+}
+
 // TestRelapseFailsTheGate: a server that settles and then slows down for
 // good relapses; the steady-only gate fails (exit 99) and says the steady
 // state was reached but not held, instead of judging the run by the steady
