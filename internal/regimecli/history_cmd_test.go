@@ -193,7 +193,7 @@ func TestHistoryRareEndpoint(t *testing.T) {
 
 	code, out = runRegime(t, append([]string{"history"}, append(runs, summaryDir(t, withAdmin))...)...)
 	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "history: left out the column load[/admin].steady_p50_ms: only 1 of 4 runs have it")
+	require.Contains(t, out, "history: left out the column load[/admin].steady_p50_ms: only 1 of 4 runs call the endpoint")
 	require.NotContains(t, out, "history: left out /", "no run left out")
 }
 

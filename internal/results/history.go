@@ -175,18 +175,18 @@ func BuildHistory(sums []*Summary, dirs []string, o HistoryOptions) (*History, e
 	var header []string
 	var cols [][]historyCell
 	if len(kept) > 0 {
-		var endpoint []bool
-		header, cols, endpoint = historyColumns(historyScopes(keptSums), sums, kept)
+		var present []int
+		var unseen []string
+		header, cols, present, unseen = historyColumns(historyScopes(keptSums), sums, kept)
+		h.Dropped = append(h.Dropped, unseen...)
 		for c := 0; c < len(header); c++ {
-			n := 0
-			for _, cell := range cols[c] {
-				if cell.ok {
-					n++
-				}
-			}
-			if endpoint[c] && 2*n < len(kept) {
-				h.Dropped = append(h.Dropped, fmt.Sprintf("%s: only %d of %d runs have it", header[c], n, len(kept)))
-				header, cols, endpoint = slices.Delete(header, c, c+1), slices.Delete(cols, c, c+1), slices.Delete(endpoint, c, c+1)
+			// an endpoint fewer than half the runs call (not: fewer than half
+			// have a figure of: an endpoint that stopped settling keeps its
+			// column, and its runs are skipped or, with KeepMissing, kept
+			// with empty cells, as a scenario's are)
+			if present[c] >= 0 && 2*present[c] < len(kept) {
+				h.Dropped = append(h.Dropped, fmt.Sprintf("%s: only %d of %d runs call the endpoint", header[c], present[c], len(kept)))
+				header, cols, present = slices.Delete(header, c, c+1), slices.Delete(cols, c, c+1), slices.Delete(present, c, c+1)
 				c--
 			}
 		}
@@ -241,16 +241,29 @@ type historyCell struct {
 }
 
 // historyColumns returns the columns of the scopes' figures that at least
-// one run has: their names and, per column, each run's cell (k-th: the run
-// order[k]'s).
-func historyColumns(scopes []historyScope, sums []*Summary, order []int) ([]string, [][]historyCell, []bool) {
+// one run has: their names, per column each run's cell (k-th: the run
+// order[k]'s) and, for an endpoint's column, how many runs call the
+// endpoint (-1 for a scenario's); and, named with why, the columns no run
+// has a figure for.
+func historyColumns(scopes []historyScope, sums []*Summary, order []int) ([]string, [][]historyCell, []int, []string) {
 	var header []string
 	var cols [][]historyCell
-	var endpoint []bool
+	var present []int
+	var unseen []string
 	for _, sc := range scopes {
+		calls := -1
+		if sc.endpoint != "" {
+			calls = 0
+			for _, i := range order {
+				if st := sums[i].Scenarios[sc.scenario].Settled; st != nil && st.Endpoints[sc.endpoint] != nil {
+					calls++
+				}
+			}
+		}
 		for _, f := range sc.figures() {
 			col := make([]historyCell, len(order))
 			seen := false
+			approximate := 0
 			for k, i := range order {
 				s := sums[i].Scenarios[sc.scenario]
 				st := s.Settled
@@ -260,6 +273,9 @@ func historyColumns(scopes []historyScope, sums []*Summary, order []int) ([]stri
 						st = s.Settled.Endpoints[sc.endpoint]
 					}
 				}
+				if st != nil && st.Approximate {
+					approximate++
+				}
 				v, ok := f.get(s, st)
 				ok = ok && !math.IsNaN(v) && !math.IsInf(v, 0)
 				col[k] = historyCell{v, ok}
@@ -268,11 +284,14 @@ func historyColumns(scopes []historyScope, sums []*Summary, order []int) ([]stri
 			if seen {
 				header = append(header, sc.prefix()+f.name)
 				cols = append(cols, col)
-				endpoint = append(endpoint, sc.endpoint != "")
+				present = append(present, calls)
+			} else if (f.name == "steady_p95_ms" || f.name == "steady_p99_ms") && approximate == len(order) {
+				unseen = append(unseen, fmt.Sprintf("%s%s: every run's settled view is a merged folder's approximate one, whose tail is understated "+
+					"(raise seriesLimit, or write each instance's folder)", sc.prefix(), f.name))
 			}
 		}
 	}
-	return header, cols, endpoint
+	return header, cols, present, unseen
 }
 
 // missingWhy gives the settled views' reasons for no steady state.

@@ -83,3 +83,63 @@ func TestBuildHistory(t *testing.T) {
 	_, err = BuildHistory(nil, nil, HistoryOptions{})
 	require.ErrorContains(t, err, "no results folders")
 }
+
+// TestHistoryEndpointStoppedSettling: an endpoint every run calls that
+// settled in the 4 oldest of 10 runs and not in the 6 newest (a
+// regression) keeps its columns: those 6 runs are left out and named, or
+// kept with empty cells (KeepMissing); only an endpoint fewer than half the
+// runs call loses its columns.
+func TestHistoryEndpointStoppedSettling(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	f := func(v float64) *float64 { return &v }
+	var sums []*Summary
+	var dirs []string
+	for i := range 10 {
+		s := historyRun(string(rune('a'+i)), t0.Add(time.Duration(i)*time.Hour), 10, f(2000), "c")
+		if i >= 4 {
+			s.Scenarios["load"].Settled.Endpoints["claim"] = &Settled{Steady: false, Reason: "never reached"}
+		}
+		if i == 9 {
+			s.Scenarios["load"].Settled.Endpoints["rare"] = &Settled{Steady: true, TTSSMs: f(1000), Stats: &SettledStats{Count: 10, P50Ms: 1, P95Ms: 2, P99Ms: 3}}
+		}
+		sums = append(sums, s)
+		dirs = append(dirs, "runs/"+string(rune('a'+i)))
+	}
+	h, err := BuildHistory(sums, dirs, HistoryOptions{})
+	require.NoError(t, err)
+	require.Contains(t, h.Header, "load[claim].steady_p50_ms")
+	require.NotContains(t, h.Header, "load[rare].steady_p50_ms")
+	require.Contains(t, h.Dropped, "load[rare].steady_p50_ms: only 1 of 10 runs call the endpoint")
+	require.Len(t, h.Rows, 4)
+	require.Len(t, h.Skipped, 6)
+	require.Contains(t, h.Skipped[0], "no load[claim].steady_p50_ms")
+	h, err = BuildHistory(sums, dirs, HistoryOptions{KeepMissing: true})
+	require.NoError(t, err)
+	require.Len(t, h.Rows, 10, "kept with empty cells")
+}
+
+// TestHistoryApproximateTails: when every run is a merged folder's
+// approximate view, the tail columns are left out and named with why (not
+// silently).
+func TestHistoryApproximateTails(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	f := func(v float64) *float64 { return &v }
+	var sums []*Summary
+	var dirs []string
+	for i := range 3 {
+		s := historyRun(string(rune('a'+i)), t0.Add(time.Duration(i)*time.Hour), 10, f(2000), "c")
+		s.Scenarios["load"].Settled.Approximate = true
+		s.Scenarios["load"].Settled.Endpoints = nil
+		sums = append(sums, s)
+		dirs = append(dirs, "runs/"+string(rune('a'+i)))
+	}
+	h, err := BuildHistory(sums, dirs, HistoryOptions{})
+	require.NoError(t, err)
+	require.Contains(t, h.Header, "load.steady_p50_ms")
+	require.NotContains(t, h.Header, "load.steady_p99_ms")
+	require.Len(t, h.Dropped, 2)
+	require.Contains(t, h.Dropped[1], "load.steady_p99_ms: every run's settled view is a merged folder's approximate one")
+	require.Len(t, h.Rows, 3)
+}
