@@ -370,11 +370,13 @@ func (r *settingReader) limits(cfg *config) {
 	// at least 100 ms: with no wait at all the run's summary points are
 	// never written
 	cfg.StopTimeout = r.durIn("stopTimeout", 100*time.Millisecond, time.Hour)
+	// the other setting's source too: beside an unknown (misspelt) setting,
+	// "from default" says that the value meant for it did not apply
 	if cfg.BufferLimit > 0 && cfg.BatchSize > cfg.BufferLimit {
-		r.bad("batchSize", fmt.Sprintf("must not exceed bufferLimit (%d)", cfg.BufferLimit))
+		r.bad("batchSize", fmt.Sprintf("must not exceed bufferLimit (%d, from %s)", cfg.BufferLimit, r.set["bufferLimit"].source))
 	}
 	if cfg.MaxRetryInterval > 0 && cfg.RetryInterval > cfg.MaxRetryInterval {
-		r.bad("retryInterval", fmt.Sprintf("must not exceed maxRetryInterval (%s)", cfg.MaxRetryInterval))
+		r.bad("retryInterval", fmt.Sprintf("must not exceed maxRetryInterval (%s, from %s)", cfg.MaxRetryInterval, r.set["maxRetryInterval"].source))
 	}
 }
 

@@ -114,6 +114,13 @@ func TestInfluxConfigPrecedence(t *testing.T) {
 			wantErr: []string{"unknown environment variable K6_REGIME_INFLUXDB_BATCHSIZE", `batchSize="abc" (from K6_REGIME_INFLUXDB_BATCH_SIZE)`},
 		},
 		{
+			// the relation's other side says it came from the default: the
+			// misspelt setting meant for it did not apply
+			name:    "a misspelt setting a relation error depends on",
+			arg:     "http://127.0.0.1:8086/k6?maxretryinterval=20s&retryInterval=15s",
+			wantErr: []string{`query parameter "maxretryinterval": unknown setting`, `retryInterval="15s" (from --out argument query parameter "retryInterval"): must not exceed maxRetryInterval (10s, from default)`},
+		},
+		{
 			name:    "unknown environment variable",
 			env:     map[string]string{"K6_REGIME_INFLUXDB_BATCHSIZE": "10"},
 			wantErr: []string{"unknown environment variable K6_REGIME_INFLUXDB_BATCHSIZE", "K6_REGIME_INFLUXDB_BATCH_SIZE"},
@@ -142,7 +149,7 @@ func TestInfluxConfigPrecedence(t *testing.T) {
 		{
 			name:    "batch larger than buffer",
 			arg:     "http://127.0.0.1:8086/k6?batchSize=100&bufferLimit=10",
-			wantErr: []string{"batchSize=\"100\"", "must not exceed bufferLimit (10)"},
+			wantErr: []string{"batchSize=\"100\"", "must not exceed bufferLimit (10, from --out argument query parameter \"bufferLimit\")"},
 		},
 	}
 	for _, tc := range cases {
