@@ -50,6 +50,11 @@ export interface SettledOptions {
   ttss?: number;
   /** The tag endpoints are named by (default 'endpoint'), as in regime.configure(). */
   endpointTag?: string;
+  /**
+   * Metrics of your own that settled() skips although their names lie within 3 edits of one it judges
+   * (tcp_req_duration, iteration_durations): without it settled() throws on them as likely typos.
+   */
+  custom?: string[];
 }
 
 /**

@@ -229,7 +229,9 @@ const RULE = /^\s*([a-z]+(?:\([0-9.]+\))?)\s*(<=|>=|<|>|==|===|!=)\s*(.+)$/;
 //   'http_req_failed': ['rate<0.01']               -> 'regime_settled_error_rate{scenario:S}': ['value<0.01']
 // with p(50)/med, p(90), p(95), p(99) and max; other rules of those metrics
 // throw. Keys of other metrics (checks, custom metrics) have no settled
-// counterpart and are left to the online thresholds. A scenario tag in a
+// counterpart and are left to the online thresholds; one within 3 edits of
+// a metric settled() judges throws as a likely typo, unless named in
+// opts.custom (metrics of your own, such as tcp_req_duration). A scenario tag in a
 // key ('http_req_duration{endpoint:claim,scenario:gameplay_api}') keeps it
 // to that scenario: an endpoint that only one scenario of the phase calls
 // would otherwise be required of every scenario. Endpoint budgets need
@@ -249,6 +251,10 @@ export function settled(spec, opts = {}) {
     throw noScenario('settled');
   }
   const endpointTag = opts.endpointTag || 'endpoint';
+  const custom = opts.custom || [];
+  if (!Array.isArray(custom)) {
+    throw new Error(`thresholds: settled(): custom must be an array of metric names, got ${JSON.stringify(custom)}`);
+  }
   const out = {};
   const guards = {};
   for (const [key, rules] of Object.entries(spec || {})) {
@@ -262,9 +268,10 @@ export function settled(spec, opts = {}) {
     const latency = LATENCY.has(metric) || metric === 'iteration_duration';
     if (!latency && metric !== 'http_req_failed') {
       const near = SETTLED_METRICS.find((m) => editDistance(m, metric) <= 3);
-      if (near !== undefined) {
+      if (near !== undefined && !custom.includes(metric)) {
         throw new Error(`thresholds: settled(): ${JSON.stringify(key)}: no metric ${JSON.stringify(metric)}; did you mean ${near}? ` +
-          '(keys of other metrics, checks and custom ones, have no settled counterpart and are skipped)');
+          '(keys of other metrics, checks and custom ones, have no settled counterpart and are skipped; ' +
+          `if ${metric} is a metric of your own, name it in settled()'s custom option: custom: [${JSON.stringify(metric)}])`);
       }
       continue; // no settled counterpart
     }
@@ -378,8 +385,12 @@ export function profiled(spec, opts = {}) {
       for (const [figure, share] of figures) {
         if (figure === 'ttss' && t[tag] !== undefined) continue; // TTSS is the scenario's
         out[formatKey(`regime_profile_${figure}`, t)] = [`value<${+(1 + share).toFixed(6)}`];
+        // the figure was compared: a profile without it (one learnt from
+        // merged folders has no p99), or a run without it, gives no
+        // regime_profile_<figure> sample, and k6 passes an empty Gauge's
+        // value<x; this fails instead
+        out[formatKey('regime_profile_checks', { ...t, figure })] = ['count>0'];
       }
-      out[formatKey('regime_profile_checks', t)] = ['count>0'];
     }
     out[formatKey('regime_settled', { scenario: s })] = ['rate==1'];
   }

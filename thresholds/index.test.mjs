@@ -127,6 +127,11 @@ test('settled uses the configured endpoint tag', () => {
 test('settled names a misspelled metric instead of skipping it', () => {
   assert.throws(() => settled({ 'http_req_duraton{endpoint:x}': ['p(95)<1'] }, { phases: ['gameplay'], scenarios }),
     /no metric "http_req_duraton"; did you mean http_req_duration\?/);
+  // a metric of the script's own near a judged one: named in custom, skipped
+  assert.throws(() => settled({ 'tcp_req_duration': ['p(95)<5'] }, { phases: ['gameplay'], scenarios }),
+    /did you mean http_req_duration\?.*custom: \["tcp_req_duration"\]/);
+  assert.doesNotThrow(() => settled({ 'tcp_req_duration': ['p(95)<5'] }, { phases: ['gameplay'], scenarios, custom: ['tcp_req_duration'] }));
+  assert.throws(() => settled({}, { phases: ['gameplay'], scenarios, custom: 'x' }), /custom must be an array/);
   assert.doesNotThrow(() => settled({ 'game_score': ['avg>1'] }, { phases: ['gameplay'], scenarios }));
   assert.throws(() => profiled({ p50: 0.1 }, { phases: ['gameplay'], scenarios, endpoints: 'x' }), /endpoints must be an array/);
 });
@@ -141,18 +146,19 @@ test('settled refuses what it cannot judge', () => {
   assert.throws(() => settled({}, { phases: ['gameplay'], scenarios, ttss: -1 }), /ttss must be a positive number/);
 });
 
-test('profiled writes ratio thresholds with guards', () => {
+test('profiled writes ratio thresholds with a guard per figure', () => {
   const out = profiled({ ttss: 0.2, p99: 0.1 }, { scenarioNames: ['api'], scenarios, endpoints: ['claim'] });
   assert.deepEqual(out, {
     'regime_profile_ttss{scenario:api}': ['value<1.2'],
+    'regime_profile_checks{figure:ttss,scenario:api}': ['count>0'],
     'regime_profile_p99{scenario:api}': ['value<1.1'],
-    'regime_profile_checks{scenario:api}': ['count>0'],
+    'regime_profile_checks{figure:p99,scenario:api}': ['count>0'],
     'regime_profile_p99{endpoint:claim,scenario:api}': ['value<1.1'],
-    'regime_profile_checks{endpoint:claim,scenario:api}': ['count>0'],
+    'regime_profile_checks{endpoint:claim,figure:p99,scenario:api}': ['count>0'],
     'regime_settled{scenario:api}': ['rate==1'],
   });
   assert.deepEqual(Object.keys(profiled({ p50: 0.1 }, { scenarioNames: ['api'], scenarios, endpoints: ['claim'], endpointTag: 'route' })).sort(),
-    ['regime_profile_checks{route:claim,scenario:api}', 'regime_profile_checks{scenario:api}',
+    ['regime_profile_checks{figure:p50,route:claim,scenario:api}', 'regime_profile_checks{figure:p50,scenario:api}',
       'regime_profile_p50{route:claim,scenario:api}', 'regime_profile_p50{scenario:api}', 'regime_settled{scenario:api}']);
   assert.throws(() => profiled({ p95: 0.1 }, { scenarioNames: ['api'], scenarios }), /unknown figure "p95"; valid: ttss, p50, p99/);
 });

@@ -65,8 +65,12 @@ func loadProfile(cfg *Config, path string) error {
 // profileChecks sets a scenario's settled view against the run's profile
 // (none without one) and returns the checks with their samples:
 // regime_profile_ttss, _p50 and _p99 (the run's figure / the profile's),
-// and regime_profile_checks (the figures compared: 0 when the run has none
-// to compare, so that a count>0 guard fails). Callers hold st.mu.
+// and regime_profile_checks, one sample per figure the profile has, tagged
+// figure:<ttss|p50|p99>, 1 when the run's figure was compared and 0 when it
+// was not (and a 0 of the scope when it has no check): a count>0 guard on
+// the scope fails when nothing was compared, and one on a figure fails when
+// the profile lacks that figure (no sample; a profile learnt only from
+// merged folders has no p99) or the run does. Callers hold st.mu.
 func (rs *RunState) profileChecks(st *Scenario, now time.Time) ([]results.ProfileCheck, metrics.Samples) {
 	cfg := rs.cfg.Load()
 	if cfg == nil || cfg.Profile == nil {
@@ -78,24 +82,36 @@ func (rs *RunState) profileChecks(st *Scenario, now time.Time) ([]results.Profil
 	// regime_profile_p50{scenario:S} also matches the endpoints' samples,
 	// and k6 judges a gauge's last value
 	var endpoints []string
-	counts := map[string]float64{}
+	seen := map[string]bool{}
 	for _, c := range checks {
-		if _, seen := counts[c.Endpoint]; !seen && c.Endpoint != "" {
+		if !seen[c.Endpoint] && c.Endpoint != "" {
 			endpoints = append(endpoints, c.Endpoint)
 		}
-		counts[c.Endpoint] += 0
+		seen[c.Endpoint] = true
 	}
 	sort.Strings(endpoints)
 	for _, ep := range append(endpoints, "") {
+		var compared metrics.Samples
+		scoped := false
 		for _, c := range checks {
-			if c.Endpoint != ep || c.Ratio == nil {
+			if c.Endpoint != ep {
 				continue
 			}
-			counts[ep]++
-			m := map[string]*metrics.Metric{results.CheckTTSS: rs.m.profileTTSS, results.CheckP50: rs.m.profileP50, results.CheckP99: rs.m.profileP99}[c.Figure]
-			out = append(out, rs.scopeSample(m, st, ep, now, *c.Ratio))
+			scoped = true
+			done := 0.0
+			if c.Ratio != nil {
+				done = 1
+				m := map[string]*metrics.Metric{results.CheckTTSS: rs.m.profileTTSS, results.CheckP50: rs.m.profileP50, results.CheckP99: rs.m.profileP99}[c.Figure]
+				out = append(out, rs.scopeSample(m, st, ep, now, *c.Ratio))
+			}
+			s := rs.scopeSample(rs.m.profileChecks, st, ep, now, done)
+			s.Tags = s.Tags.With("figure", c.Figure)
+			compared = append(compared, s)
 		}
-		out = append(out, rs.scopeSample(rs.m.profileChecks, st, ep, now, counts[ep]))
+		if !scoped {
+			compared = append(compared, rs.scopeSample(rs.m.profileChecks, st, ep, now, 0))
+		}
+		out = append(out, compared...)
 	}
 	rs.profileMu.Lock()
 	rs.profileResults = append(rs.profileResults, checks...)

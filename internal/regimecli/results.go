@@ -103,8 +103,9 @@ Refused, with the reason: fewer than 3 runs, runs of different scripts
 (told apart by their scenarios, named: a script changed in other ways
 that keeps its scenarios and load is not told apart), of another load (a
 scenario's iteration rate more than --rate-tolerance from the runs'
-median, named), runs that did not complete, folders without windows.csv
-or with thinned windows.
+median, named), runs whose durations differ by more than
+--duration-tolerance, runs that did not complete, folders without
+windows.csv or with thinned windows.
 A run reads it with regime.configure(options, { profile: 'profile.json' })
 or K6_REGIME_PROFILE: its detectors take the warm-up end and steady level
 as a prior, and its settled figures are set against the profile's runs at
@@ -129,6 +130,8 @@ func profileCommand(gs *state.GlobalState) *cobra.Command {
 	cmd.Flags().StringVar(&o.LabelKey, "label-key", "commit", "summary.json extra key that labels a run")
 	cmd.Flags().Float64Var(&o.RateTolerance, "rate-tolerance", results.ProfileRateTolerance,
 		"refuse runs whose scenario iteration rate is further than this from the runs' median (relative; 0: no check)")
+	cmd.Flags().Float64Var(&o.DurationTolerance, "duration-tolerance", results.ProfileDurationTolerance,
+		"refuse runs the longest of which lasted more than this beyond the shortest (relative; 0: no check)")
 	return cmd
 }
 
@@ -675,6 +678,9 @@ func writeProfile(gs *state.GlobalState, args []string, out, svg string, o resul
 	}
 	if !(o.RateTolerance >= 0) || math.IsInf(o.RateTolerance, 1) {
 		return troubleError(fmt.Errorf("profile: --rate-tolerance must be a finite share >= 0 (0.2: 20%%; 0: no check), got %g", o.RateTolerance))
+	}
+	if !(o.DurationTolerance >= 0) || math.IsInf(o.DurationTolerance, 1) {
+		return troubleError(fmt.Errorf("profile: --duration-tolerance must be a finite share >= 0 (0.2: 20%%; 0: no check), got %g", o.DurationTolerance))
 	}
 	if svg == "" {
 		svg = strings.TrimSuffix(out, filepath.Ext(out)) + ".svg"

@@ -184,7 +184,18 @@ type ProfileOptions struct {
 	// runs' median by more than this (relative) is refused as another
 	// load; 0 turns the check off.
 	RateTolerance float64
+	// DurationTolerance: runs the longest of which lasted more than this
+	// (relative) beyond the shortest are refused; 0 turns the check off
+	// (closed-model runs of a fixed iteration count on a service whose
+	// speed varies). The profile command's default is
+	// ProfileDurationTolerance.
+	DurationTolerance float64
 }
+
+// ProfileDurationTolerance is how much longer than the shortest run the
+// longest may last by default (k6's graceful stops and a slow teardown
+// move a run's end by seconds, not by a fifth).
+const ProfileDurationTolerance = 0.2
 
 // BuildProfile learns the profile of runs of one script and load.
 func BuildProfile(in []ProfileInput, o ProfileOptions) (*Profile, error) {
@@ -197,7 +208,7 @@ func BuildProfile(in []ProfileInput, o ProfileOptions) (*Profile, error) {
 	for i, r := range in {
 		sums[i], dirs[i] = r.Summary, r.Dir
 	}
-	if err := checkProfileInputs(in, sums, dirs); err != nil {
+	if err := checkProfileInputs(in, sums, dirs, o.DurationTolerance); err != nil {
 		return nil, err
 	}
 	order := make([]int, len(in))
@@ -247,7 +258,7 @@ func BuildProfile(in []ProfileInput, o ProfileOptions) (*Profile, error) {
 
 // checkProfileInputs refuses runs a profile cannot be learnt from: other
 // scenarios, a run that did not complete, no windows, or thinned ones.
-func checkProfileInputs(in []ProfileInput, sums []*Summary, dirs []string) error {
+func checkProfileInputs(in []ProfileInput, sums []*Summary, dirs []string, tol float64) error {
 	if err := sameScenarios(sums, dirs, "profile"); err != nil {
 		return err
 	}
@@ -266,26 +277,32 @@ func checkProfileInputs(in []ProfileInput, sums []*Summary, dirs []string) error
 	// runs of one load last as long: a run much shorter than the others
 	// has no second half where theirs is, so its level, and its part in
 	// the curve the runs share, are not theirs
-	lo, hi := 0, 0
+	// (a run without a duration, of an older version, is left out of it)
+	if tol <= 0 {
+		return nil
+	}
+	lo, hi := -1, -1
 	for i, r := range in {
-		if r.Summary.DurationS < in[lo].Summary.DurationS {
+		if r.Summary.DurationS <= 0 {
+			continue
+		}
+		if lo < 0 || r.Summary.DurationS < in[lo].Summary.DurationS {
 			lo = i
 		}
-		if r.Summary.DurationS > in[hi].Summary.DurationS {
+		if hi < 0 || r.Summary.DurationS > in[hi].Summary.DurationS {
 			hi = i
 		}
 	}
-	if a, b := in[lo].Summary.DurationS, in[hi].Summary.DurationS; a > 0 && b > profileDurationTolerance*a {
-		return fmt.Errorf("profile: %s lasted %.0f s and %s %.0f s: runs of one script and load last as long (within %.0f%%); "+
-			"learn a profile from runs of the same duration", dirs[lo], a, dirs[hi], b, 100*(profileDurationTolerance-1))
+	if lo < 0 {
+		return nil
+	}
+	if a, b := in[lo].Summary.DurationS, in[hi].Summary.DurationS; b > (1+tol)*a {
+		return fmt.Errorf("profile: %s lasted %.0f s and %s %.0f s: runs of one script and load last as long (within %.0f%%, --duration-tolerance); "+
+			"learn a profile from runs of the same duration, or, for closed-model runs of a fixed iteration count whose "+
+			"duration follows the service's speed, raise --duration-tolerance (0: no check)", dirs[lo], a, dirs[hi], b, 100*tol)
 	}
 	return nil
 }
-
-// profileDurationTolerance is how much longer than the shortest run the
-// longest may last (k6's graceful stops and a slow teardown move a run's
-// end by seconds, not by a fifth).
-const profileDurationTolerance = 1.2
 
 // scopeKey is a profile's scope: a scenario, or one of its endpoints.
 type scopeKey struct{ scenario, endpoint string }
@@ -577,8 +594,14 @@ func (sc *ProfileScope) steadyLevels(blockMs float64, med, tail [][]float64, ori
 	}
 	sc.WarmupEnd = distOf(ends)
 	if len(p50s) > 0 {
-		d50, d99 := distOf(p50s), distOf(p99s)
-		sc.SteadyP50, sc.SteadyP99 = &d50, &d99
+		d50 := distOf(p50s)
+		sc.SteadyP50 = &d50
+	}
+	if len(p99s) > 0 {
+		// none when every run's tail is approximate (merged folders):
+		// no p99 check then, and profiled()'s p99 guard fails
+		d99 := distOf(p99s)
+		sc.SteadyP99 = &d99
 	}
 	if len(levels) > 0 {
 		sc.LevelMs = median64(slices.Clone(levels))
@@ -790,6 +813,17 @@ func (p *Profile) Text() string {
 			{"steady p50 (settled)", sc.SteadyP50}, {"steady p99 (settled)", sc.SteadyP99}} {
 			if d.d != nil && d.d.N > 0 {
 				fmt.Fprintf(&b, "  %s: median %.4g ms, p90 %.4g ms, %.4g-%.4g ms (%d runs)\n", d.name, d.d.Median, d.d.P90, d.d.Min, d.d.Max, d.d.N)
+			}
+		}
+		if sc.SteadyP50 != nil && sc.SteadyP50.N > 0 {
+			n99 := 0
+			if sc.SteadyP99 != nil {
+				n99 = sc.SteadyP99.N
+			}
+			if n99 == 0 {
+				b.WriteString("  steady p99 (settled): none: every run's tail is approximate (merged folders); no run is judged on its p99 against this profile\n")
+			} else if n99 < sc.SteadyP50.N {
+				fmt.Fprintf(&b, "  steady p99 (settled) of %d of the %d runs: the others' tails are approximate (merged folders)\n", n99, sc.SteadyP50.N)
 			}
 		}
 	}

@@ -153,10 +153,17 @@ func TestProfileRefuses(t *testing.T) {
 		in[i].Summary.DurationS = 30
 	}
 	in[2].Summary.DurationS = 60
+	dur := ProfileOptions{DurationTolerance: ProfileDurationTolerance}
+	_, err = BuildProfile(in, dur)
+	require.ErrorContains(t, err, "runs/a lasted 30 s and runs/c 60 s: runs of one script and load last as long (within 20%, --duration-tolerance)")
 	_, err = BuildProfile(in, ProfileOptions{})
-	require.ErrorContains(t, err, "runs/a lasted 30 s and runs/c 60 s: runs of one script and load last as long (within 20%)")
+	require.NoError(t, err, "the check off (closed-model runs whose duration follows the service)")
+	in[0].Summary.DurationS = 0 // a summary of an older version: left out of the check, which still judges the others
+	_, err = BuildProfile(in, dur)
+	require.ErrorContains(t, err, "runs/b lasted 30 s and runs/c 60 s")
+	in[0].Summary.DurationS = 30
 	in[2].Summary.DurationS = 33
-	_, err = BuildProfile(in, ProfileOptions{})
+	_, err = BuildProfile(in, dur)
 	require.NoError(t, err, "seconds of graceful stop apart")
 }
 
@@ -321,4 +328,39 @@ func TestProfileEndpointOrigin(t *testing.T) {
 	require.True(t, pr.Ok)
 	require.Less(t, pr.WarmupMs, 15000.0, "its prior, from its own first window")
 	require.Equal(t, 8000.0, p.Scope("load", "").WarmupEnd.Median, "the scenario's, from the scenario's first window")
+}
+
+// TestProfileApproximateTails: a profile learnt only from merged folders
+// (every settled view approximate, its tail understated) has no steady p99
+// (not a distribution of no run), says so, and judges no run on its p99
+// (profiled()'s p99 guard then fails, see regime_profile_checks).
+func TestProfileApproximateTails(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	var in []ProfileInput
+	for i := range 4 {
+		r := profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 60, 8, 0.05)
+		st := r.Summary.Scenarios["load"].Settled
+		st.Stats = &SettledStats{Count: 5000, P50Ms: 5, P99Ms: 9}
+		st.Approximate = i > 0 // one run with a true tail
+		in = append(in, r)
+	}
+	p, err := BuildProfile(in, ProfileOptions{RateTolerance: 0.2})
+	require.NoError(t, err)
+	sc := p.Scope("load", "")
+	require.Equal(t, 4, sc.SteadyP50.N)
+	require.Equal(t, 1, sc.SteadyP99.N)
+	require.Contains(t, p.Text(), "steady p99 (settled) of 1 of the 4 runs: the others' tails are approximate")
+
+	in[0].Summary.Scenarios["load"].Settled.Approximate = true
+	p, err = BuildProfile(in, ProfileOptions{RateTolerance: 0.2})
+	require.NoError(t, err)
+	sc = p.Scope("load", "")
+	require.Nil(t, sc.SteadyP99, "no p99 learnt from no run")
+	require.Contains(t, p.Text(), "steady p99 (settled): none: every run's tail is approximate")
+	ttss := 8000.0
+	for _, c := range p.CheckSettled("load", &Settled{Steady: true, TTSSMs: &ttss, Stats: &SettledStats{Count: 5000, P50Ms: 5, P99Ms: 30}}) {
+		require.NotEqual(t, CheckP99, c.Figure, "no p99 check against a profile without one")
+	}
 }

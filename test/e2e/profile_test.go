@@ -37,7 +37,7 @@ export const options = {
   scenarios: { load: { executor: 'constant-arrival-rate', rate: 100, timeUnit: '1s', duration: __ENV.DUR,
     preAllocatedVUs: 10, maxVUs: 60 } },
 };
-options.thresholds = profiled({ ttss: 0.75, p50: 0.1 }, { scenarios: options.scenarios, scenarioNames: ['load'] });
+options.thresholds = profiled(JSON.parse(__ENV.FIGURES || '{"ttss":0.75,"p50":0.1}'), { scenarios: options.scenarios, scenarioNames: ['load'] });
 regime.configure(options, { detector: { window_min_duration: '250ms' } });
 export default function () { http.get('http://' + __ENV.ADDR + '/work'); }
 export function handleSummary() {
@@ -100,10 +100,11 @@ func TestProfileGates(t *testing.T) {
 
 	script := strings.ReplaceAll(profileScript, "${REPO}", repoRoot(t))
 	out := filepath.Join(work, "results")
-	run := func(stepAt time.Duration, dur string) k6Result {
+	runWith := func(stepAt time.Duration, dur, profile, figures string) k6Result {
 		addr := startStep(t, h.svc, stepAt, historyWarm, historySteady)
-		return runK6(t, script, map[string]string{"ADDR": addr, "OUT": out, "DUR": dur, "K6_REGIME_PROFILE": prof})
+		return runK6(t, script, map[string]string{"ADDR": addr, "OUT": out, "DUR": dur, "K6_REGIME_PROFILE": profile, "FIGURES": figures})
 	}
+	run := func(stepAt time.Duration, dur string) k6Result { return runWith(stepAt, dur, prof, "") }
 	like := run(historyStep, "10s")
 	require.Equal(t, 0, like.ExitCode, "a run like the profile's:\n%s", like.Stderr)
 	require.Contains(t, like.Stderr, "regime: profile: load: TTSS")
@@ -155,9 +156,26 @@ func TestProfileGates(t *testing.T) {
 	require.Regexp(t, `regime: profile: load: TTSS [\d.]+ s, the profile's p90 [\d.]+ s: x[\d.]+, beyond the profile's runs`, slow.Stderr)
 	require.Contains(t, slow.Stderr, "regime_profile_ttss")
 
-	other := filepath.Join(work, "other.json")
 	pj, err := os.ReadFile(prof)
 	require.NoError(t, err)
+	// a profile without a steady p99 (one learnt only from merged folders)
+	// judges no run's p99: profiled({p99}) fails on its figure's guard
+	// instead of passing an empty gauge's value<x
+	var pm map[string]any
+	require.NoError(t, json.Unmarshal(pj, &pm))
+	for _, sc := range pm["scopes"].([]any) {
+		delete(sc.(map[string]any), "steady_p99_ms")
+	}
+	noP99 := filepath.Join(work, "no-p99.json")
+	b, err = json.Marshal(pm)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(noP99, b, 0o600))
+	lacking := runWith(historyStep, "10s", noP99, `{"p50":0.1,"p99":5}`)
+	require.Equal(t, 99, lacking.ExitCode, "a p99 budget against a profile without p99:\n%s", lacking.Stderr)
+	require.Regexp(t, `thresholds on metrics '[^']*regime_profile_checks\{figure:p99,scenario:load\}`, lacking.Stderr)
+	require.NotContains(t, lacking.Stderr, "regime_profile_p50", "its p50 was judged and within")
+
+	other := filepath.Join(work, "other.json")
 	require.NoError(t, os.WriteFile(other, []byte(strings.ReplaceAll(string(pj), `"scenario": "load"`, `"scenario": "browse"`)), 0o600))
 	res := runK6(t, script, map[string]string{"ADDR": "127.0.0.1:1", "OUT": out, "DUR": "1s", "K6_REGIME_PROFILE": other})
 	require.NotEqual(t, 0, res.ExitCode)
