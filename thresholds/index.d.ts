@@ -85,6 +85,6 @@ export interface ProfiledOptions extends SettledOptions {
 /**
  * Thresholds against a profile of earlier runs (the run reads it with regime.configure's profile setting or
  * K6_REGIME_PROFILE): regime_profile_ttss/_p50/_p99 value<1+share per scenario (and endpoint), with guards
- * (regime_profile_checks count>0, regime_settled rate==1) so that nothing passes on no data.
+ * (regime_profile_checks{figure} count>0 per figure, regime_settled rate==1) so that nothing passes on no data.
  */
 export function profiled(spec: ProfileShares, opts: ProfiledOptions): Thresholds;

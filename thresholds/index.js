@@ -342,7 +342,7 @@ export function settled(spec, opts = {}) {
 // divided by the profile's: regime_profile_ttss (against the p90 of the
 // profile runs' TTSS), regime_profile_p50 and regime_profile_p99 (against
 // the median of their steady p50 / p99), and regime_profile_checks (how
-// many figures were compared).
+// many figures were compared, one sample per figure, tagged figure).
 //
 // profiled({ttss, p50, p99}, {phases, scenarios, scenarioNames, endpoints})
 // returns thresholds that fail when a figure is worse than the profile's by
@@ -352,8 +352,8 @@ export function settled(spec, opts = {}) {
 // endpoints: endpoint names to judge per endpoint as well (scope 'endpoint'),
 // by the tag endpointTag (default 'endpoint').
 // Guards, so that nothing passes on no data (no profile loaded, no settled
-// steady state, a figure the profile lacks): 'regime_profile_checks{...}':
-// ['count>0'] and 'regime_settled{scenario:S}': ['rate==1'].
+// steady state, a figure the profile lacks): 'regime_profile_checks{figure:F,...}':
+// ['count>0'] per figure and scope, and 'regime_settled{scenario:S}': ['rate==1'].
 const PROFILE_FIGURES = ['ttss', 'p50', 'p99'];
 
 export function profiled(spec, opts = {}) {
