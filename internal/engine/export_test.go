@@ -20,3 +20,16 @@ var (
 func BuildRun(rs *RunState, testID string, now time.Time) (*results.Run, error) {
 	return newRecorder(0).buildRun(rs, testID, now)
 }
+
+// HookExit makes rs act as if subscribed to k6's Exit event (AtExit takes
+// functions), and Exit delivers that event with the run's error (its
+// os.Exit replaced by a no-op).
+func HookExit(rs *RunState) {
+	rs.end.mu.Lock()
+	rs.end.hooked = true
+	rs.end.exit = func(int) {}
+	rs.end.mu.Unlock()
+}
+
+// Exit delivers k6's Exit event to rs.
+func Exit(rs *RunState, err error) { rs.end.onExit(err) }

@@ -143,6 +143,33 @@ func TestInfluxOutputWrites(t *testing.T) {
 	}
 }
 
+// TestInfluxOutputFinishesAtExit: k6 stops its outputs before
+// handleSummary; with k6's Exit event to come, Stop returns at once (a
+// hanging InfluxDB delays no results folder: a SIGTERM and a SIGKILL 10 s
+// later lost it), and the summary points are written at Exit, with every
+// iteration ingested after Stop counted and how the run ended.
+func TestInfluxOutputFinishesAtExit(t *testing.T) {
+	t.Parallel()
+	srv := newFakeInflux(t, 0)
+	rs, reg := engine.NewTestRunState(t)
+	engine.HookExit(rs)
+	o, _ := newTestInfluxOutput(t, rs, srv.URL+"/k6?testid=unit&flushInterval=50ms", nil)
+	require.NoError(t, o.Start())
+	engine.FeedColdSteady(rs, reg, 1500)
+	require.NoError(t, o.Stop())
+	require.Empty(t, srv.written("regime_summary,"), "no summary points before Exit")
+	// k6's metrics engine takes the last samples after the output's Stop
+	engine.FeedColdSteady(rs, reg, 1500)
+	engine.Exit(rs, nil)
+	sum := srv.written("regime_summary,")
+	require.Len(t, sum, 3)
+	require.Contains(t, sum[0], "iterations=3000i", "every iteration, those after Stop too")
+	require.Contains(t, sum[0], `end_status="completed"`)
+	out := srv.written("regime_output,")
+	require.Len(t, out, 1)
+	require.False(t, rs.AtExit(func() {}), "no function is taken after Exit")
+}
+
 // TestInfluxOutputRedactsToken: a server that echoes the credentials in its
 // error answers: neither the failure warnings nor the final report show the
 // token.

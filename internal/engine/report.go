@@ -152,7 +152,7 @@ func (s settledReport) MarshalJSON() ([]byte, error) {
 // has not ended; End is nil then.
 func (rs *RunState) SummaryReport() *RunReport {
 	r := rs.Report()
-	if rs.Ended() {
+	if rs.Ended() || rs.end.decided() {
 		r.End = rs.end.current()
 	}
 	return r

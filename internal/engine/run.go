@@ -784,6 +784,13 @@ func (rs *RunState) NoteVU(state *lib.State, st *Scenario, ss *lib.ScenarioState
 // VU's): after the run it says whether the run was stopped before its end.
 func (rs *RunState) NoteExecution(es *lib.ExecutionState) { rs.end.noteExecution(es) }
 
+// AtExit runs f at k6's Exit event, after handleSummary has written the
+// results folders and they record how the run ended (so an output that
+// waits for a slow server there delays no results folder), and returns
+// true; false, f not taken, when this process gets no Exit event (no
+// script imported k6/x/regime) or it has passed.
+func (rs *RunState) AtExit(f func()) bool { return rs.end.addExitHook(f) }
+
 // Observe feeds one measurement of regime.observe() to the detector of a
 // scenario, which must be configured with input 'observe'.
 func (rs *RunState) Observe(scenario string, value float64) error {

@@ -56,6 +56,13 @@ type runEnd struct {
 	saved    []savedRun
 	// failed is the error of a saveResults({required: true}) that failed.
 	failed error
+	// hooked: subscribed to k6's Exit event; atExit are the functions run
+	// at it, after the folders are updated (outputs that finish there, after
+	// handleSummary); final is how the run ended, decided there.
+	hooked bool
+	exited bool
+	atExit []func()
+	final  *results.RunEnd
 
 	// notify and stop are signal.Notify and signal.Stop (tests replace them);
 	// exit is os.Exit.
@@ -87,6 +94,9 @@ func (e *runEnd) install(registry *metrics.Registry, logger logrus.FieldLogger, 
 	if events.Global == nil {
 		return
 	}
+	e.mu.Lock()
+	e.hooked = true
+	e.mu.Unlock()
 	_, ch := events.Global.Subscribe(eventTestStart, eventExit)
 	go func() {
 		for ev := range ch {
@@ -170,9 +180,35 @@ func (e *runEnd) noteExecution(es *lib.ExecutionState) {
 	}
 }
 
-// current says how the run ended as far as is known in handleSummary.
+// addExitHook runs f at k6's Exit event, after handleSummary and the
+// folders' update; false (f not taken) when the process is not subscribed
+// to it (no script imported k6/x/regime) or Exit has passed.
+func (e *runEnd) addExitHook(f func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.hooked || e.exited {
+		return false
+	}
+	e.atExit = append(e.atExit, f)
+	return true
+}
+
+// decided says whether k6's Exit event has decided how the run ended.
+func (e *runEnd) decided() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.final != nil
+}
+
+// current says how the run ended as far as is known in handleSummary (at
+// and after k6's Exit: as decided there).
 func (e *runEnd) current() *results.RunEnd {
 	e.mu.Lock()
+	if e.final != nil {
+		end := *e.final
+		e.mu.Unlock()
+		return &end
+	}
 	e.noteSignals()
 	sig := e.signal
 	e.mu.Unlock()
@@ -347,6 +383,12 @@ func (e *runEnd) onExit(runErr error) {
 		f.haveExec, f.execStatus = true, es.GetCurrentExecutionStatus()
 	}
 	end := decideEnd(f)
+	e.mu.Lock()
+	final := *end
+	e.final, e.exited = &final, true
+	hooks := e.atExit
+	e.atExit = nil
+	e.mu.Unlock()
 	for _, s := range saved {
 		fin := *end
 		if prev := s.run.Summary.End; prev != nil && prev.Status == results.EndAborted && fin.Status == results.EndCompleted {
@@ -358,6 +400,9 @@ func (e *runEnd) onExit(runErr error) {
 		if err := s.run.UpdateSummary(s.dir, s.report); err != nil {
 			e.logger.WithError(err).Errorf("regime: could not record how the run ended in %s", s.dir)
 		}
+	}
+	for _, h := range hooks {
+		h()
 	}
 	if failed != nil && runErr == nil {
 		e.logger.WithError(failed).Errorf("regime: the results were not saved (saveResults({required: true})); "+

@@ -85,8 +85,13 @@ type Output struct {
 type Run interface {
 	AddObserver(engine.Observer)
 	RemoveObserver(engine.Observer)
-	// Report is the run's report as it stands; the output reads it at Stop.
-	Report() *engine.RunReport
+	// SummaryReport is the run's report as it stands, with how the run
+	// ended once it has; the output reads it when it writes the summary
+	// points.
+	SummaryReport() *engine.RunReport
+	// AtExit runs f at k6's Exit event, after handleSummary wrote the
+	// results folders; false when it will not (engine.RunState.AtExit).
+	AtExit(f func()) bool
 }
 
 var (
@@ -255,6 +260,23 @@ func (o *Output) stop() {
 	o.run.RemoveObserver(o)
 	o.stopping.Store(true)
 	close(o.quit)
+	// k6 stops its outputs before handleSummary: waiting here for a slow
+	// or hanging InfluxDB (up to stopTimeout) delayed the results folder,
+	// and a SIGTERM followed by a SIGKILL 10 s later (docker stop) lost
+	// it. The wait, and the summary points, are left to k6's Exit event,
+	// after handleSummary: the folder is written first, and the summary
+	// points count every iteration (k6's metrics engine may take the last
+	// samples after this output's Stop). The points already queued are
+	// written meanwhile.
+	if o.run.AtExit(o.finish) {
+		return
+	}
+	o.finish()
+}
+
+// finish writes the run's summary points and waits, up to stopTimeout,
+// for the client to flush; then it reports what was lost.
+func (o *Output) finish() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -263,7 +285,8 @@ func (o *Output) stop() {
 		// after stopTimeout nobody waits: the summary, whose counts the
 		// report has already given, is not written late
 		if !o.givenUp.Load() {
-			for _, p := range SummaryPoints(o.run.Report(), o.Counts(), o.now()) {
+			rep := o.run.SummaryReport()
+			for _, p := range SummaryPoints(rep, o.Counts(), o.now()) {
 				if o.givenUp.Load() {
 					break
 				}
@@ -325,7 +348,7 @@ func (o *Output) report(timedOut bool) {
 	msg := fmt.Sprintf("%s: dropped %d points (buffer full or late: %d, not acknowledged by InfluxDB: %d); wrote %d to %s",
 		Name, total, buffer, unacked, written, o.cfg.target())
 	if timedOut {
-		msg += fmt.Sprintf("; gave up waiting after stopTimeout %s", o.cfg.StopTimeout)
+		msg += fmt.Sprintf("; gave up waiting after stopTimeout %s: the last writes and the run's summary points may be missing", o.cfg.StopTimeout)
 	}
 	if n := c.WriteErrors; n > 0 {
 		msg += fmt.Sprintf("; %d write errors, last: %s", n, *o.lastErr.Load())

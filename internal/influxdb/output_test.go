@@ -46,7 +46,10 @@ func (r *fakeRun) RemoveObserver(o engine.Observer) {
 	r.mu.Unlock()
 }
 
-func (r *fakeRun) Report() *engine.RunReport {
+// AtExit: this fake has no k6 Exit event, so Stop finishes at once.
+func (r *fakeRun) AtExit(func()) bool { return false }
+
+func (r *fakeRun) SummaryReport() *engine.RunReport {
 	return &engine.RunReport{Scenarios: map[string]*engine.ScenarioReport{}}
 }
 

@@ -98,6 +98,11 @@ func SummaryPoints(rep *engine.RunReport, c Counts, at time.Time) []*write.Point
 			"relapses": sc.Relapses, "steady": sc.Steady, "class": sc.Class,
 			"cold_start_iterations": sc.ColdStart.Iterations,
 		}
+		if rep.End != nil {
+			// how the run ended (completed, interrupted, aborted): an
+			// interrupted run's summary is not a whole run's
+			common["end_status"] = rep.End.Status
+		}
 		addFloat(common, "cold_start_ms", sc.ColdStart.DurationMs)
 		addFloatPtr(common, "ttss_ms", sc.TTSSMs)
 		addFloatPtr(common, "declared_after_ms", sc.DeclaredAfterMs)
