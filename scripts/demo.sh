@@ -12,15 +12,28 @@ VARIANT=${VARIANT:-gradual}
 SCRIPT=${SCRIPT:-scenarios/combined.js}
 log=$(mktemp -t demo-service.XXXXXX.log)
 
+# the ports must be free: a process already answering /healthz there would
+# pass the wait below while the demo service failed to bind, and k6 would
+# load that process instead
+for a in "DEMO_HTTP_ADDR=$HTTP_ADDR" "DEMO_GRPC_ADDR=$GRPC_ADDR_"; do
+  hp=${a#*=}
+  if (exec 3<>"/dev/tcp/${hp%:*}/${hp##*:}") 2>/dev/null; then
+    echo "demo: ${hp} is in use by another process; free it, or set ${a%%=*} to a free 127.0.0.1 port"
+    exit 1
+  fi
+done
+
 ./bin/demo-service -http-addr "$HTTP_ADDR" -grpc-addr "$GRPC_ADDR_" 2>"$log" &
 svc=$!
-trap 'kill -TERM $svc 2>/dev/null; wait $svc 2>/dev/null || true' EXIT
+# '|| true': under set -e a failed kill (the service already gone) made the
+# trap's status the script's (k6's 99 became 1)
+trap 'kill -TERM $svc 2>/dev/null || true; wait $svc 2>/dev/null || true' EXIT
 
 # wait (bounded: 10 s) until the service answers
 up=
 for _ in $(seq 1 100); do
-  if curl -fsS "http://$HTTP_ADDR/healthz" >/dev/null 2>&1; then up=1; break; fi
   if ! kill -0 $svc 2>/dev/null; then echo "demo: the service did not start:"; cat "$log"; exit 1; fi
+  if curl -fsS "http://$HTTP_ADDR/healthz" >/dev/null 2>&1; then up=1; break; fi
   sleep 0.1
 done
 if [ -z "$up" ]; then

@@ -3,15 +3,19 @@
 # (scenarios/combined.js and all it imports and loads) as one k6 archive,
 # kit.tar. k6-operator mounts a ConfigMap flat under /test, so a kit of
 # several folders travels as an archive. PROFILE is fixed in the archive
-# (its options are computed from it); BASE_URL, GRPC_ADDR, TESTID and
-# RESULTS_DIR come from the TestRun.
+# (its options, the phases' schedule, are computed from it at archive time:
+# a -e PROFILE=... in the TestRun would change the script's __ENV but not the
+# schedule); BASE_URL, GRPC_ADDR, TESTID and RESULTS_DIR come from the
+# TestRun. The default is the full profile: each of the TestRun's 4 pods runs
+# a quarter of the load, and a quarter of the short profile is too little for
+# init to settle (every pod failed its init gate; docs/operations.md).
 #
 #   deploy/k8s/kit-configmap.sh | kubectl apply -f -
-#   K6=./k6 PROFILE=full deploy/k8s/kit-configmap.sh > kit-configmap.yaml
+#   K6=./k6 PROFILE=short deploy/k8s/kit-configmap.sh > kit-configmap.yaml
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 K6=${K6:-./k6}
-PROFILE=${PROFILE:-short}
+PROFILE=${PROFILE:-full}
 if [ ! -x "$K6" ]; then
   echo "kit-configmap: no k6 with the extension at $K6 (make build, or set K6=...)" >&2
   exit 1
