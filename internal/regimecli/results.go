@@ -359,15 +359,17 @@ func sameRuns(sums []*results.Summary, dirs []string) error {
 const exitSettledGateFailed = 99
 
 func gateCommand(gs *state.GlobalState) *cobra.Command {
-	var budget []string
-	var scenario, endpoint string
+	var budget, scenarios []string
+	var endpoint string
 	cmd := &cobra.Command{
-		Use:   "gate RESULTS_DIR --budget BUDGETS [--scenario NAME [--endpoint NAME]]",
+		Use:   "gate RESULTS_DIR --budget BUDGETS [--scenario NAME]... [--endpoint NAME]",
 		Short: "Judge a results folder's settled steady state against budgets (exit 99 on failure)",
 		Long: `Re-judges a results folder offline on its settled view (the whole run
 re-segmented at its end: summary.json's scenarios.<name>.settled): every
-scenario's iterations, or --scenario's, or with --endpoint that endpoint's
-requests (scope 'endpoint').
+scenario's iterations, or those of the scenarios named by --scenario
+(repeatable: the load's scenarios, not a probe or a ramp that is not meant
+to settle), or with one --scenario and --endpoint that endpoint's requests
+(scope 'endpoint').
 
 --budget: METRIC OP VALUE, comma-separated, OP one of < <= > >=; metrics
 p50, p90, p95, p99, max, mean (durations: 300ms, 1.5s; a bare number is ms),
@@ -390,7 +392,7 @@ unknown scenario or endpoint, a summary written before the settled view.`,
 			if err != nil {
 				return troubleError(fmt.Errorf("gate: %w", err))
 			}
-			g, err := results.JudgeSettled(s, rules, scenario, endpoint)
+			g, err := results.JudgeSettled(s, rules, scenarios, endpoint)
 			if err != nil {
 				return troubleError(fmt.Errorf("gate: %s: %w", args[0], err))
 			}
@@ -402,8 +404,8 @@ unknown scenario or endpoint, a summary written before the settled view.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&budget, "budget", nil, "budgets, e.g. 'p95<300ms,p99<1s,error_rate<1%,ttss<20s' (repeatable)")
-	cmd.Flags().StringVar(&scenario, "scenario", "", "judge this scenario only")
-	cmd.Flags().StringVar(&endpoint, "endpoint", "", "with --scenario: judge this endpoint's settled view")
+	cmd.Flags().StringArrayVar(&scenarios, "scenario", nil, "judge this scenario only (repeatable)")
+	cmd.Flags().StringVar(&endpoint, "endpoint", "", "with one --scenario: judge this endpoint's settled view")
 	return cmd
 }
 
@@ -511,7 +513,9 @@ Metrics: p50, p90, p95, p99, p99_9, errors, ttss, cold_start, cold_excess,
 and the settled view's settled_p50, settled_p95, settled_p99, settled_ttss.
 A budget never passes on missing data: a budgeted figure the candidate lacks
 (a scenario or endpoint missing, steady state never reached) fails, and so
-does a budget that finds no figure in both runs.
+does a budget that finds no figure in both runs. --scenario (repeatable)
+keeps the scenarios named only: the load's, not a probe of 1 request/s or a
+ramp that is not meant to settle, which have no steady figures to judge.
 
 With --profile (a profile.json of k6 x regime profile), RUN_DIR's settled
 view is set against the profile's runs instead, per scenario and endpoint:
@@ -530,11 +534,11 @@ scenario's iteration rate more than 20% from the profile's); 2 bad flags or
 arguments, an unreadable or invalid folder or profile, or a refused base.`
 
 func compareCommand(gs *state.GlobalState) *cobra.Command {
-	var failOn []string
+	var failOn, scenarios []string
 	var profile string
 	var allowIncomplete bool
 	cmd := &cobra.Command{
-		Use:   "compare BASE_DIR CANDIDATE_DIR [--fail-on BUDGETS] | compare --profile profile.json RUN_DIR [--fail-on BUDGETS]",
+		Use:   "compare BASE_DIR CANDIDATE_DIR [--fail-on BUDGETS] [--scenario NAME]... | compare --profile profile.json RUN_DIR [--fail-on BUDGETS]",
 		Short: "Compare two runs' steady-state figures, or a run with a profile; fail CI on budgets",
 		Long:  compareHelp,
 		Args: troubleArgs(func(cmd *cobra.Command, args []string) error {
@@ -554,13 +558,18 @@ func compareCommand(gs *state.GlobalState) *cobra.Command {
 				if allowIncomplete {
 					return troubleError(errors.New("compare: --allow-incomplete-base has no base to allow with --profile (the profile's runs are the base)"))
 				}
+				if len(scenarios) > 0 {
+					return troubleError(errors.New("compare: --scenario judges two runs; with --profile every scenario of the profile is judged"))
+				}
 				return compareProfile(gs, profile, args[0], budgets)
 			}
-			return compareRuns(gs, args[0], args[1], budgets, allowIncomplete)
+			return compareRuns(gs, args[0], args[1], budgets, allowIncomplete, scenarios)
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", "", "set RUN_DIR against this profile.json instead of a base run")
 	cmd.Flags().StringArrayVar(&failOn, "fail-on", nil, "budgets, e.g. p95=+10%,errors=+0.01,ttss=+20% (repeatable)")
+	cmd.Flags().StringArrayVar(&scenarios, "scenario", nil,
+		"compare this scenario only (repeatable: the load's scenarios, not a probe or a ramp that is not meant to settle)")
 	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete-base", false,
 		"compare against a base run that did not complete (interrupted, aborted, timed out)")
 	return cmd
@@ -738,7 +747,7 @@ func writeProfile(gs *state.GlobalState, args []string, out, svg string, o resul
 
 // compareRuns compares the run in candDir with the one in baseDir (k6 x
 // regime compare BASE CANDIDATE).
-func compareRuns(gs *state.GlobalState, baseDir, candDir string, budgets []results.Budget, allowIncomplete bool) error {
+func compareRuns(gs *state.GlobalState, baseDir, candDir string, budgets []results.Budget, allowIncomplete bool, scenarios []string) error {
 	base, err := results.ReadSummary(baseDir)
 	if err != nil {
 		return troubleError(fmt.Errorf("compare: base: %w", err))
@@ -746,6 +755,15 @@ func compareRuns(gs *state.GlobalState, baseDir, candDir string, budgets []resul
 	cand, err := results.ReadSummary(candDir)
 	if err != nil {
 		return troubleError(fmt.Errorf("compare: candidate: %w", err))
+	}
+	if len(scenarios) > 0 {
+		for _, n := range scenarios {
+			if base.Scenarios[n] == nil && cand.Scenarios[n] == nil {
+				all := slices.Compact(slices.Sorted(slices.Values(append(base.SortedScenarios(), cand.SortedScenarios()...))))
+				return troubleError(fmt.Errorf("compare: --scenario: no scenario %q in either run; scenarios: %s", n, strings.Join(all, ", ")))
+			}
+		}
+		base, cand = base.OnlyScenarios(scenarios), cand.OnlyScenarios(scenarios)
 	}
 	if note := results.SchemaNote([]*results.Summary{base, cand}, []string{baseDir, candDir}); note != "" {
 		fmt.Fprintf(gs.Stderr, "compare: %s\n", note)

@@ -169,9 +169,15 @@ func TestUnknownCommandAndRepeatedFlags(t *testing.T) {
 	require.Equal(t, 99, code, "the first --budget is judged too: %s", out)
 	require.Contains(t, out, "FAIL load settled p95 = 8.000 ms (budget p95<1ms)")
 	require.Contains(t, out, "ok   load settled p95 = 8.000 ms (budget p95<1s)")
+	code, out = runRegime(t, "gate", ok, "--scenario", "load", "--endpoint", "a", "--endpoint", "b", "--budget", "p95<1s")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, `"--endpoint" flag: given twice ("a", then "b")`)
+	// --scenario is repeatable: every scenario named is judged, an unknown one refused
+	code, out = runRegime(t, "gate", ok, "--scenario", "load", "--scenario", "load", "--budget", "p95<1s")
+	require.Equal(t, 0, code, out)
 	code, out = runRegime(t, "gate", ok, "--scenario", "load", "--scenario", "other", "--budget", "p95<1s")
 	require.Equal(t, 2, code, out)
-	require.Contains(t, out, `"--scenario" flag: given twice ("load", then "other")`)
+	require.Contains(t, out, `--scenario: no scenario "other"; scenarios: load`)
 
 	base, cand := summaryDir(t, nil), summaryDir(t, func(s *results.Summary) { s.Requests[0].P95 = 70 })
 	code, out = runRegime(t, "compare", base, cand, "--fail-on", "p99=+50%", "--fail-on", "p95=+10%")
@@ -241,4 +247,27 @@ func TestSameRunTwice(t *testing.T) {
 		require.Contains(t, txt, "hold the same run (run_id r)", "%v", args)
 	}
 	require.NoFileExists(t, out)
+}
+
+// TestCompareScenarios: a probe scenario that never settles (the kit's
+// 1-request/s scrape) fails a ttss budget of two identical runs; --scenario
+// judges the load's scenarios only, and refuses one neither run has.
+func TestCompareScenarios(t *testing.T) {
+	t.Parallel()
+	withProbe := func(s *results.Summary) {
+		s.Scenarios["probe"] = &results.Scenario{Class: "no-steady-state", Regime: "warmup",
+			Regimes: map[string]*results.Dist{"warmup": {Count: 90, P50: 1, P95: 2, P99: 3}}}
+		s.Requests = append(s.Requests, &results.RequestRow{Scenario: "probe", Phase: "probe", Regime: "warmup", Endpoint: "metrics", Protocol: "http",
+			Dist: results.Dist{Count: 90, P50: 1, P95: 2, P99: 3}})
+	}
+	base, cand := summaryDir(t, withProbe), summaryDir(t, withProbe)
+	code, out := runRegime(t, "compare", base, cand, "--fail-on", "ttss=+20%")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "probe")
+	code, out = runRegime(t, "compare", base, cand, "--fail-on", "ttss=+20%", "--scenario", "load")
+	require.Equal(t, 0, code, out)
+	require.NotContains(t, out, "probe")
+	code, out = runRegime(t, "compare", base, cand, "--fail-on", "ttss=+20%", "--scenario", "lod")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, `--scenario: no scenario "lod" in either run; scenarios: load, probe`)
 }

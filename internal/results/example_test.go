@@ -21,7 +21,7 @@ func ExampleJudgeSettled() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := results.JudgeSettled(s, rules, "", "")
+	g, err := results.JudgeSettled(s, rules, nil, "")
 	if err != nil {
 		panic(err)
 	}

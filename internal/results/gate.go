@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,16 +126,21 @@ func (g *GateResult) Passed() bool {
 // scenario's alone, or its endpoint's. Bad selections are errors (the
 // caller's exit status 2), as is a summary written before the settled view
 // existed.
-func JudgeSettled(s *Summary, rules []LimitRule, scenario, endpoint string) (*GateResult, error) {
+func JudgeSettled(s *Summary, rules []LimitRule, scenarios []string, endpoint string) (*GateResult, error) {
 	names := s.SortedScenarios()
 	if len(names) == 0 {
 		return nil, errors.New("the summary has no scenario")
 	}
-	if scenario != "" {
-		if s.Scenarios[scenario] == nil {
-			return nil, fmt.Errorf("--scenario: no scenario %q; scenarios: %s", scenario, strings.Join(names, ", "))
+	if len(scenarios) > 0 {
+		for _, sc := range scenarios {
+			if s.Scenarios[sc] == nil {
+				return nil, fmt.Errorf("--scenario: no scenario %q; scenarios: %s", sc, strings.Join(names, ", "))
+			}
 		}
-		names = []string{scenario}
+		if endpoint != "" && len(scenarios) > 1 {
+			return nil, errors.New("--endpoint needs exactly one --scenario")
+		}
+		names = slices.Compact(slices.Sorted(slices.Values(scenarios)))
 	} else if endpoint != "" {
 		return nil, errors.New("--endpoint needs --scenario")
 	}

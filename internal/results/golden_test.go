@@ -54,7 +54,7 @@ func TestGoldenResults(t *testing.T) {
 	cmp := Compare(runs[0].Summary, cand, budgets)
 	rules, err := ParseLimits("p95<6,p99<9,ttss<20000,error_rate<0.01")
 	require.NoError(t, err)
-	gate, err := JudgeSettled(runs[0].Summary, rules, "", "")
+	gate, err := JudgeSettled(runs[0].Summary, rules, nil, "")
 	require.NoError(t, err)
 	hist, err := BuildHistory([]*Summary{runs[0].Summary, runs[1].Summary}, dirs, HistoryOptions{KeepMissing: true})
 	require.NoError(t, err)

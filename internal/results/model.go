@@ -586,6 +586,30 @@ func (s *Summary) EndText() string {
 }
 
 // SortedScenarios lists the scenario names in order.
+// OnlyScenarios returns a shallow copy of s that keeps the scenarios named
+// (and their request rows) only: what compare --scenario judges. A name s
+// does not have is left out; the caller checks the names.
+func (s *Summary) OnlyScenarios(names []string) *Summary {
+	keep := map[string]bool{}
+	for _, n := range names {
+		keep[n] = true
+	}
+	c := *s
+	c.Scenarios = map[string]*Scenario{}
+	for n, sc := range s.Scenarios {
+		if keep[n] {
+			c.Scenarios[n] = sc
+		}
+	}
+	c.Requests = nil
+	for _, r := range s.Requests {
+		if keep[r.Scenario] {
+			c.Requests = append(c.Requests, r)
+		}
+	}
+	return &c
+}
+
 func (s *Summary) SortedScenarios() []string {
 	names := make([]string, 0, len(s.Scenarios))
 	for n := range s.Scenarios {

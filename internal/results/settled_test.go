@@ -225,11 +225,11 @@ func TestMergeApproximate(t *testing.T) {
 	require.True(t, got.Approximate, "10,000 iterations an instance in 1,000 points")
 	rules, err := ParseLimits("p50<100")
 	require.NoError(t, err)
-	_, err = JudgeSettled(merged.Summary, rules, "", "")
+	_, err = JudgeSettled(merged.Summary, rules, nil, "")
 	require.NoError(t, err, "the median is judged")
 	rules, err = ParseLimits("p99<100")
 	require.NoError(t, err)
-	_, err = JudgeSettled(merged.Summary, rules, "", "")
+	_, err = JudgeSettled(merged.Summary, rules, nil, "")
 	require.ErrorContains(t, err, "approximate")
 
 	// the same run twice is refused, not counted twice: a copy, or a merged
