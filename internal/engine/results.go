@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -376,7 +377,16 @@ func (rs *RunState) SaveResults(optionsJSON []byte) (string, error) {
 	var opts saveOptions
 	if optionsJSON != nil {
 		if err := strictUnmarshal(optionsJSON, &opts); err != nil {
-			return "", fmt.Errorf("saveResults: options: %w", err)
+			err = fmt.Errorf("saveResults: options: %w", err)
+			// a typo beside required: true still fails the run (it exited 0
+			// with no folder)
+			var req struct {
+				Required bool `json:"required"`
+			}
+			if json.Unmarshal(optionsJSON, &req) == nil && req.Required {
+				rs.end.noteFailed(err)
+			}
+			return "", err
 		}
 	}
 	dir, run, err := rs.rec.save(rs, rs.end.current(), opts)

@@ -344,4 +344,11 @@ func TestRunEndThresholdAbortAndRequiredSave(t *testing.T) {
 	require.Equal(t, 111, r.ExitCode, "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	require.Contains(t, r.Stderr, "the results were not saved")
 	require.Contains(t, r.Stderr, "not a directory")
+
+	// a misspelt option beside required: true fails the run too (it exited 0
+	// with no folder)
+	typo := strings.Replace(resultsScript, "testid: __ENV.TESTID || ''", "testid: __ENV.TESTID || '', requird: 1, required: true", 1)
+	r = runK6(t, typo, map[string]string{"URL": srv.URL, "OUT": t.TempDir(), "DURATION": "1s"})
+	require.Equal(t, 111, r.ExitCode, "stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	require.Contains(t, r.Stderr, `unknown key "requird"`)
 }
