@@ -61,8 +61,9 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Runs the steady-state detector over numeric columns of CSV files (gzip is
 detected by the .gz suffix or the gzip magic bytes). One series is one file, or
 one value of the --group column within a file, in file order; lines starting
-with # are comments (so a results folder's series/iterations-*.csv reads as
-is). Prints one JSON object per series; observation indexes are 0-based within
+with # are comments (a results folder's series/iterations-*.csv reads with
+--column median_ms --time end_ms --time-unit ms: its last column is the
+online tag). Prints one JSON object per series; observation indexes are 0-based within
 the series. --tags writes every observation's online tag, into a temporary
 file put in place only when every input was read whole (an input with an
 error leaves --tags as it was).`,
@@ -108,7 +109,11 @@ func (o *options) prepare(fs *pflag.FlagSet, stderr io.Writer, inputs []string) 
 		return false, usageError(fmt.Errorf("invalid options: %w", errors.Join(errs...)))
 	}
 	if o.cfg.WindowMinDuration > 0 && o.timeCol == "" {
-		return false, usageError(errors.New("--window-min-duration needs timestamps: give the --time column"))
+		why := "--window-min-duration"
+		if o.preset == "service" && !fs.Changed("window-min-duration") {
+			why = "--preset service judges windows of at least 1 s (its window_min_duration)"
+		}
+		return false, usageError(fmt.Errorf("%s needs timestamps: give the --time column (and --time-unit), or --window-min-duration 0s for windows of a count only", why))
 	}
 	switch o.timeUnit {
 	case "ns", "us", "ms", "s":

@@ -65,6 +65,7 @@ func TestGateCommand(t *testing.T) {
 		{"bad value", []string{"gate", ok, "--budget", "p95<fast"}, 2, []string{`p95 limit "fast"`}},
 		{"no budget", []string{"gate", ok}, 2, []string{"no budget given"}},
 		{"unknown scenario", []string{"gate", ok, "--scenario", "x", "--budget", "p95<1s"}, 2, []string{`no scenario "x"; scenarios: load`}},
+		{"error rate beyond 100%", []string{"gate", ok, "--budget", "error_rate<150%"}, 2, []string{`error_rate limit "150%" is beyond 100%`}},
 		{"unknown endpoint", []string{"gate", ok, "--scenario", "load", "--endpoint", "x", "--budget", "p95<1s"}, 2, []string{`no endpoint "x"; endpoints: get`}},
 		{"merged exact", []string{"gate", merged, "--budget", "p99<=12,ttss<9s"}, 0, []string{"PASS"}},
 		{"merged error rate", []string{"gate", merged, "--budget", "p95<10ms,error_rate<1%"}, 2, []string{"load: error_rate: the settled view of a merged folder has no error rate", "gate each instance's folder"}},

@@ -543,9 +543,15 @@ func compareCommand(gs *state.GlobalState) *cobra.Command {
 		Long:  compareHelp,
 		Args: troubleArgs(func(cmd *cobra.Command, args []string) error {
 			if profile != "" {
-				return cobra.ExactArgs(1)(cmd, args)
+				if len(args) != 1 {
+					return fmt.Errorf("compare --profile profile.json takes one RUN_DIR, got %d", len(args))
+				}
+				return nil
 			}
-			return cobra.ExactArgs(2)(cmd, args)
+			if len(args) != 2 {
+				return fmt.Errorf("compare takes BASE_DIR CANDIDATE_DIR (or --profile profile.json RUN_DIR), got %d folder(s)", len(args))
+			}
+			return nil
 		}),
 		SilenceUsage:  true,
 		SilenceErrors: true,

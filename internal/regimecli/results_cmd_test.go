@@ -103,7 +103,7 @@ func TestResultsCommandsExitStatus(t *testing.T) {
 		{"interrupted base refused", []string{"compare", interrupted, base, "--fail-on", budgets}, 2, "the base run did not complete: interrupted by signal SIGINT"},
 		{"interrupted base allowed", []string{"compare", interrupted, base, "--fail-on", budgets, "--allow-incomplete-base"}, 0, "NOTE: the base run did not complete"},
 		{"bad budget", []string{"compare", base, base, "--fail-on", "p95=ten"}, 2, "valid forms"},
-		{"one folder", []string{"compare", base}, 2, "accepts 2 arg(s)"},
+		{"one folder", []string{"compare", base}, 2, "compare takes BASE_DIR CANDIDATE_DIR (or --profile profile.json RUN_DIR), got 1 folder(s)"},
 		{"unknown flag", []string{"compare", base, base, "--bogus"}, 2, "unknown flag: --bogus"},
 		{"missing folder", []string{"compare", base, filepath.Join(base, "nope")}, 2, "no such file"},
 		{"merge an input twice", []string{"merge", base, base + "/.", "--out", out}, 2, "is the same folder as input"},

@@ -77,6 +77,10 @@ func parseLimitValue(metric, v string) (float64, error) {
 		if pct {
 			f /= 100
 		}
+		if f > 1 {
+			// a rate is at most 1: error_rate<150% (or <2) holds for every run
+			return 0, fmt.Errorf("error_rate limit %q is beyond 100%%: a fraction from 0 to 1 or a percentage from 0%% to 100%%", v)
+		}
 		return f, nil
 	}
 	if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) && f >= 0 {

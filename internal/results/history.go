@@ -205,7 +205,7 @@ func BuildHistory(sums []*Summary, dirs []string, o HistoryOptions) (*History, e
 			row = append(row, strconv.FormatFloat(col[k].v, 'g', 6, 64))
 		}
 		if len(missing) > 0 && !o.KeepMissing {
-			h.Skipped = append(h.Skipped, fmt.Sprintf("%s: no %s%s", dirs[i], strings.Join(missing, ", "), missingWhy(s)))
+			h.Skipped = append(h.Skipped, fmt.Sprintf("%s: no %s%s", dirs[i], strings.Join(missing, ", "), missingWhy(s, missing)))
 			continue
 		}
 		h.Rows = append(h.Rows, row)
@@ -294,10 +294,16 @@ func historyColumns(scopes []historyScope, sums []*Summary, order []int) ([]stri
 	return header, cols, present, unseen
 }
 
-// missingWhy gives the settled views' reasons for no steady state.
-func missingWhy(s *Summary) string {
+// missingWhy gives the settled views' reasons for no steady state, of the
+// scenarios whose columns (S. or S[E].) are among those missing.
+func missingWhy(s *Summary, missing []string) string {
 	var why []string
 	for _, name := range slices.Sorted(maps.Keys(s.Scenarios)) {
+		if !slices.ContainsFunc(missing, func(col string) bool {
+			return strings.HasPrefix(col, name+".") || strings.HasPrefix(col, name+"[")
+		}) {
+			continue
+		}
 		if st := s.Scenarios[name].Settled; st != nil && !st.Steady && st.Reason != "" {
 			why = append(why, name+": "+st.Reason)
 		} else if st != nil && st.Approximate {

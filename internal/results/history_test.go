@@ -143,3 +143,28 @@ func TestHistoryApproximateTails(t *testing.T) {
 	require.Contains(t, h.Dropped[1], "load.steady_p99_ms: every run's settled view is a merged folder's approximate one")
 	require.Len(t, h.Rows, 3)
 }
+
+// TestHistoryMissingWhy: a run left out is named with the reasons of the
+// scenarios whose columns it lacks, not of another scenario that never
+// settles in any run (the kit's probe).
+func TestHistoryMissingWhy(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	f := func(v float64) *float64 { return &v }
+	var sums []*Summary
+	var dirs []string
+	for i := range 3 {
+		s := historyRun(string(rune('a'+i)), t0.Add(time.Duration(i)*time.Hour), 10, f(2000), "c")
+		s.Scenarios["probe"] = &Scenario{Settled: &Settled{Reason: "too short to judge"}}
+		if i == 2 {
+			s.Scenarios["load"].Settled = &Settled{Reason: "the level drifts by +60%"}
+		}
+		sums = append(sums, s)
+		dirs = append(dirs, "runs/"+string(rune('a'+i)))
+	}
+	h, err := BuildHistory(sums, dirs, HistoryOptions{})
+	require.NoError(t, err)
+	require.Len(t, h.Skipped, 1)
+	require.Contains(t, h.Skipped[0], "(load: the level drifts by +60%)")
+	require.NotContains(t, h.Skipped[0], "probe")
+}
