@@ -154,6 +154,14 @@ func (mi *moduleInstance) iterationStart(fromWrap bool) {
 		return
 	}
 	cur := state.Tags.GetCurrentValues().Tags
+	if cur != mi.lastTags && mi.lastTags != nil && cur != mi.lastBase {
+		// the VU's tags changed since this extension set them: by k6 (a
+		// scenario's activation resets them: no regime tag) or by the
+		// script; a regime value not the one set is the script's own
+		if v, ok := cur.Get(engine.RegimeTag); ok && v != mi.lastRegime.String() {
+			mi.rs.NoteForeignRegimeTag(v)
+		}
+	}
 	if mi.st != nil && mi.st.Regime() == mi.lastRegime {
 		if cur == mi.lastTags {
 			return

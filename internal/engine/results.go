@@ -235,6 +235,10 @@ func (r *recorder) buildRun(rs *RunState, testID string, now time.Time) (*result
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%s holds one detector window in %d of each scope, over the whole run (%d not written): it is bounded to %d rows",
 			results.WindowsFile, s.Series.WindowsStride, s.Series.WindowsDropped, maxRecordedWindows))
 	}
+	if n := rs.foreign.Load(); n > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d iterations started with a %q tag the script set on the VU itself: "+
+			"it overrides the extension's tag in their samples and in the regime counts ('regime' is the extension's tag)", n, RegimeTag))
+	}
 	if d := rs.dropped.Load(); d > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d regime samples produced after the test ended were dropped", d))
 	}

@@ -79,6 +79,11 @@ type RunState struct {
 	queue     []metrics.SampleContainer
 	ended     atomic.Bool
 	dropped   atomic.Int64 // samples produced after the test ended
+	// foreign counts the iterations that started with a regime tag the
+	// script set on the VU itself (exec.vu.metrics.tags): it overrides the
+	// extension's, in the samples and the counts
+	foreign     atomic.Int64
+	foreignOnce sync.Once
 
 	observers atomic.Pointer[[]Observer]
 
@@ -783,6 +788,17 @@ func (rs *RunState) NoteVU(state *lib.State, st *Scenario, ss *lib.ScenarioState
 // NoteExecution keeps k6's execution state, from a VU's context (the first
 // VU's): after the run it says whether the run was stopped before its end.
 func (rs *RunState) NoteExecution(es *lib.ExecutionState) { rs.end.noteExecution(es) }
+
+// NoteForeignRegimeTag records that an iteration started with a regime tag
+// value the extension did not set (the script set the VU's tag itself); the
+// first is logged, and the results say how many.
+func (rs *RunState) NoteForeignRegimeTag(value string) {
+	rs.foreign.Add(1)
+	rs.foreignOnce.Do(func() {
+		rs.logger.Warnf("regime: the script sets the VU tag %q itself (value %q): it overrides the extension's regime tag in "+
+			"every sample of its iterations and in the regime counts; 'regime' is the extension's tag: give yours another name", RegimeTag, value)
+	})
+}
 
 // AtExit runs f at k6's Exit event, after handleSummary has written the
 // results folders and they record how the run ended (so an output that

@@ -545,3 +545,35 @@ func TestWrapTagsOnlyWrappedIterations(t *testing.T) {
 	require.Equal(t, s.N, s.Untagged, "the other iterations are untagged: %+v", s)
 	require.Equal(t, s.Iterations, s.ItTagged+s.Untagged, "%+v", s)
 }
+
+const foreignTagScript = `
+import http from 'k6/http';
+import exec from 'k6/execution';
+import regime from 'k6/x/regime';
+export const options = { scenarios: { api: { executor: 'constant-vus', vus: 2, duration: '2s' } } };
+export default function () {
+  exec.vu.metrics.tags['regime'] = 'steady';
+  http.get(__ENV.BASE_URL);
+}
+export function handleSummary() {
+  return { 'regime.json': JSON.stringify(regime.summary()), 'saved.txt': regime.saveResults({ dir: __ENV.OUT }) };
+}
+`
+
+// TestForeignRegimeTagWarned: a script that sets the VU tag 'regime'
+// itself overrides the extension's tag in its samples and the counts; the
+// extension says so, in k6's log and in summary.json's warnings (it was
+// silent: every iteration counted steady while the scenario never was).
+func TestForeignRegimeTagWarned(t *testing.T) {
+	srv := newScheduleServer(t, coldWarmSteady(10, 10, time.Millisecond))
+	out := t.TempDir()
+	res := runK6(t, foreignTagScript, map[string]string{"BASE_URL": srv.URL, "OUT": out})
+	require.Equal(t, 0, res.ExitCode, res.Stderr)
+	require.Contains(t, res.Stderr, `regime: the script sets the VU tag "regime" itself (value "steady")`)
+	dirs, err := filepath.Glob(filepath.Join(out, "*", "summary.json"))
+	require.NoError(t, err)
+	require.Len(t, dirs, 1)
+	b, err := os.ReadFile(dirs[0])
+	require.NoError(t, err)
+	require.Contains(t, string(b), `iterations started with a \"regime\" tag the script set on the VU itself`)
+}
