@@ -209,6 +209,7 @@ func (rs *RunState) Install(env *common.InitEnvironment, events common.Events) e
 		}
 		ro := env.RuntimeOptions
 		rs.engineOff.Store(strings.EqualFold(ro.SummaryMode.String, "disabled") && ro.NoThresholds.Bool)
+		rs.end.summaryOff.Store(strings.EqualFold(ro.SummaryMode.String, "disabled"))
 	}
 	return nil
 }

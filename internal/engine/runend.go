@@ -47,6 +47,9 @@ const exitResultsNotSaved = 111
 // A runEnd is safe for concurrent use.
 type runEnd struct {
 	exec atomic.Pointer[lib.ExecutionState]
+	// summaryOff: k6 runs no handleSummary (--summary-mode=disabled), so no
+	// saveResults() runs
+	summaryOff atomic.Bool
 
 	mu       sync.Mutex
 	registry *metrics.Registry
@@ -400,6 +403,10 @@ func (e *runEnd) onExit(runErr error) {
 		if err := s.run.UpdateSummary(s.dir, s.report); err != nil {
 			e.logger.WithError(err).Errorf("regime: could not record how the run ended in %s", s.dir)
 		}
+	}
+	if len(saved) == 0 && failed == nil && e.summaryOff.Load() {
+		e.logger.Warn("regime: k6 ran no handleSummary (--summary-mode=disabled), so regime.saveResults() and " +
+			"regime.textSummary() did not run: no results folder was written")
 	}
 	for _, h := range hooks {
 		h()
