@@ -361,6 +361,7 @@ const exitSettledGateFailed = 99
 func gateCommand(gs *state.GlobalState) *cobra.Command {
 	var budget, scenarios []string
 	var endpoint string
+	var allowIncomplete bool
 	cmd := &cobra.Command{
 		Use:   "gate RESULTS_DIR --budget BUDGETS [--scenario NAME]... [--endpoint NAME]",
 		Short: "Judge a results folder's settled steady state against budgets (exit 99 on failure)",
@@ -376,7 +377,8 @@ p50, p90, p95, p99, max, mean (durations: 300ms, 1.5s; a bare number is ms),
 error_rate (0.01 or 1%), ttss. E.g. --budget 'p95<300ms,error_rate<1%,ttss<20s'.
 --budget may be repeated: every budget given is judged.
 A judged view without a settled steady state fails: nothing passes on no
-data. A view of a run cut short is judged and marked partial.
+data. A view of a run cut short (interrupted, aborted) fails too, unless
+--allow-incomplete: then it is judged and marked partial.
 Exit status: 0 every budget held; 99 a budget failed or a view has no settled
 steady state; 2 bad flags or budgets, a missing or unreadable folder, an
 unknown scenario or endpoint, a summary written before the settled view.`,
@@ -396,6 +398,7 @@ unknown scenario or endpoint, a summary written before the settled view.`,
 			if err != nil {
 				return troubleError(fmt.Errorf("gate: %s: %w", args[0], err))
 			}
+			g.AllowPartial = allowIncomplete
 			fmt.Fprint(gs.Stdout, g.Text())
 			if !g.Passed() {
 				return cliexit.With(errors.New("gate: the settled steady state did not meet the budgets"), exitSettledGateFailed)
@@ -406,6 +409,8 @@ unknown scenario or endpoint, a summary written before the settled view.`,
 	cmd.Flags().StringArrayVar(&budget, "budget", nil, "budgets, e.g. 'p95<300ms,p99<1s,error_rate<1%,ttss<20s' (repeatable)")
 	cmd.Flags().StringArrayVar(&scenarios, "scenario", nil, "judge this scenario only (repeatable)")
 	cmd.Flags().StringVar(&endpoint, "endpoint", "", "with one --scenario: judge this endpoint's settled view")
+	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete", false,
+		"judge the settled view of a run cut short (interrupted, aborted) instead of failing it")
 	return cmd
 }
 
@@ -527,7 +532,8 @@ in ms); a figure without a budget fails beyond the largest one of the
 profile's own runs. A figure the run lacks fails.
 
 A base run that did not complete (interrupted, aborted, timed out) is refused
-unless --allow-incomplete-base is given.
+unless --allow-incomplete-base is given; a candidate that did not complete
+fails (exit 1) unless --allow-incomplete-candidate is given.
 Exit status: 0 no budget failed; 1 a budget was exceeded or could not be
 judged (each reason printed; with --profile also a run of another load: a
 scenario's iteration rate more than 20% from the profile's); 2 bad flags or
@@ -536,7 +542,7 @@ arguments, an unreadable or invalid folder or profile, or a refused base.`
 func compareCommand(gs *state.GlobalState) *cobra.Command {
 	var failOn, scenarios []string
 	var profile string
-	var allowIncomplete bool
+	var allowIncomplete, allowIncompleteCand bool
 	cmd := &cobra.Command{
 		Use:   "compare BASE_DIR CANDIDATE_DIR [--fail-on BUDGETS] [--scenario NAME]... | compare --profile profile.json RUN_DIR [--fail-on BUDGETS]",
 		Short: "Compare two runs' steady-state figures, or a run with a profile; fail CI on budgets",
@@ -567,22 +573,24 @@ func compareCommand(gs *state.GlobalState) *cobra.Command {
 				if len(scenarios) > 0 {
 					return troubleError(errors.New("compare: --scenario judges two runs; with --profile every scenario of the profile is judged"))
 				}
-				return compareProfile(gs, profile, args[0], budgets)
+				return compareProfile(gs, profile, args[0], budgets, allowIncompleteCand)
 			}
-			return compareRuns(gs, args[0], args[1], budgets, allowIncomplete, scenarios)
+			return compareRuns(gs, args[0], args[1], budgets, allowIncomplete, allowIncompleteCand, scenarios)
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", "", "set RUN_DIR against this profile.json instead of a base run")
 	cmd.Flags().StringArrayVar(&failOn, "fail-on", nil, "budgets, e.g. p95=+10%,errors=+0.01,ttss=+20% (repeatable)")
 	cmd.Flags().StringArrayVar(&scenarios, "scenario", nil,
 		"compare this scenario only (repeatable: the load's scenarios, not a probe or a ramp that is not meant to settle)")
+	cmd.Flags().BoolVar(&allowIncompleteCand, "allow-incomplete-candidate", false,
+		"judge a candidate run that did not complete (interrupted, aborted, timed out) instead of failing it")
 	cmd.Flags().BoolVar(&allowIncomplete, "allow-incomplete-base", false,
 		"compare against a base run that did not complete (interrupted, aborted, timed out)")
 	return cmd
 }
 
 // compareProfile sets a finished run against a profile (compare --profile).
-func compareProfile(gs *state.GlobalState, path, dir string, budgets []results.Budget) error {
+func compareProfile(gs *state.GlobalState, path, dir string, budgets []results.Budget, allowIncomplete bool) error {
 	p, err := results.LoadProfile(path)
 	if err != nil {
 		return troubleError(fmt.Errorf("compare: %w", err))
@@ -618,9 +626,13 @@ func compareProfile(gs *state.GlobalState, path, dir string, budgets []results.B
 	}
 	fmt.Fprintf(gs.Stdout, "%s against the profile %s (%d runs):\n", dir, path, len(p.Runs))
 	if !s.Completed() {
-		// judged all the same, as compare judges a candidate: its figures
-		// are those of what it ran
-		fmt.Fprintln(gs.Stdout, "NOTE: the run did not complete: "+s.EndText())
+		if allowIncomplete {
+			// judged all the same: its figures are those of what it ran
+			fmt.Fprintln(gs.Stdout, "NOTE: the run did not complete: "+s.EndText())
+		} else {
+			failures = append(failures, "the run did not complete ("+s.EndText()+"): a run cut short did not run the whole load; "+
+				"--allow-incomplete-candidate judges what it ran")
+		}
 	}
 	for _, c := range checks {
 		fmt.Fprintln(gs.Stdout, "  "+c.Text())
@@ -753,7 +765,7 @@ func writeProfile(gs *state.GlobalState, args []string, out, svg string, o resul
 
 // compareRuns compares the run in candDir with the one in baseDir (k6 x
 // regime compare BASE CANDIDATE).
-func compareRuns(gs *state.GlobalState, baseDir, candDir string, budgets []results.Budget, allowIncomplete bool, scenarios []string) error {
+func compareRuns(gs *state.GlobalState, baseDir, candDir string, budgets []results.Budget, allowIncomplete, allowIncompleteCand bool, scenarios []string) error {
 	base, err := results.ReadSummary(baseDir)
 	if err != nil {
 		return troubleError(fmt.Errorf("compare: base: %w", err))
@@ -778,6 +790,11 @@ func compareRuns(gs *state.GlobalState, baseDir, candDir string, budgets []resul
 		return troubleError(fmt.Errorf("compare: %s: %w; give --allow-incomplete-base to compare against it anyway", baseDir, err))
 	}
 	c := results.Compare(base, cand, budgets)
+	if !cand.Completed() && !allowIncompleteCand {
+		// a candidate cut short did not run the whole load: no release passes on it
+		c.Failures = append(c.Failures, fmt.Sprintf("the candidate run did not complete (%s): a run cut short did not run the whole load; "+
+			"--allow-incomplete-candidate judges what it ran", cand.EndText()))
+	}
 	fmt.Fprint(gs.Stdout, c.Text(baseDir, candDir))
 	if c.Failed() {
 		return cliexit.With(fmt.Errorf("compare: %d budget check(s) failed", len(c.Failures)), exitGateFailed)

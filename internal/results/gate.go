@@ -108,14 +108,16 @@ type GateResult struct {
 	// Unsettled lists the judged views without a settled steady state, with
 	// the reason: each fails the gate.
 	Unsettled []string
-	// Partial lists the judged views of runs cut short.
-	Partial []string
+	// Partial lists the judged views of runs cut short: each fails the gate
+	// unless AllowPartial (a run cut short did not run the whole load).
+	Partial      []string
+	AllowPartial bool
 }
 
 // Passed says whether every budget held on every judged view and each had
 // a settled steady state.
 func (g *GateResult) Passed() bool {
-	if len(g.Unsettled) > 0 || len(g.Verdicts) == 0 {
+	if len(g.Unsettled) > 0 || len(g.Verdicts) == 0 || (len(g.Partial) > 0 && !g.AllowPartial) {
 		return false
 	}
 	for _, v := range g.Verdicts {
@@ -290,7 +292,11 @@ func compareLimit(v float64, op string, limit float64) bool {
 func (g *GateResult) Text() string {
 	var b strings.Builder
 	for _, p := range g.Partial {
-		fmt.Fprintf(&b, "NOTE %s: partial (run interrupted): the settled view of what the run saw\n", p)
+		if g.AllowPartial {
+			fmt.Fprintf(&b, "NOTE %s: partial (run interrupted): the settled view of what the run saw\n", p)
+		} else {
+			fmt.Fprintf(&b, "FAIL %s: partial (run interrupted): a run cut short did not run the whole load; --allow-incomplete judges what it saw\n", p)
+		}
 	}
 	for _, u := range g.Unsettled {
 		fmt.Fprintf(&b, "FAIL %s\n", u)

@@ -312,7 +312,11 @@ func TestResultsWrittenOnSIGINT(t *testing.T) {
 	code, out := regimeCmd(t, "compare", run, run, "--fail-on", "p95=+10%")
 	require.Equal(t, 2, code, out)
 	require.Contains(t, out, "--allow-incomplete-base")
+	// and an interrupted candidate fails unless asked for
 	code, out = regimeCmd(t, "compare", run, run, "--fail-on", "cold_start=+10%", "--allow-incomplete-base")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "the candidate run did not complete (interrupted by signal SIGINT")
+	code, out = regimeCmd(t, "compare", run, run, "--fail-on", "cold_start=+10%", "--allow-incomplete-base", "--allow-incomplete-candidate")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "NOTE: the base run did not complete: interrupted by signal SIGINT")
 	t.Logf("interrupted after %.1f s: %d iterations saved in %s (exit code %d)", s.DurationS, n, run, cmd.ProcessState.ExitCode())
