@@ -200,6 +200,7 @@ func TestInfluxOutputRedactsToken(t *testing.T) {
 		if strings.Contains(e.Message, "write to") && strings.Contains(e.Message, "failed") {
 			sawError = true
 			require.Contains(t, e.Message, "[redacted]")
+			require.Contains(t, e.Message, "InfluxDB refused the credentials", "a 401 names the credentials")
 		}
 		if strings.Contains(e.Message, "not acknowledged by InfluxDB") {
 			sawReport = true

@@ -252,8 +252,13 @@ func layerURL(set map[string]rawSetting, raw, source string, withQuery bool) []e
 	if u.Scheme != "http" && u.Scheme != "https" {
 		errs = append(errs, fmt.Errorf("%s: URL scheme must be http or https, got %q", source, u.Scheme))
 	}
-	if u.Host == "" {
+	if u.Hostname() == "" {
 		errs = append(errs, fmt.Errorf("%s: URL has no host (want http://host:port)", source))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			errs = append(errs, fmt.Errorf("%s: URL port %s is not a port (1 to 65535)", source, p))
+		}
 	}
 	if u.User != nil {
 		set["username"] = rawSetting{u.User.Username(), source + " (user info)"}
@@ -277,6 +282,10 @@ func layerURL(set map[string]rawSetting, raw, source string, withQuery bool) []e
 			src := fmt.Sprintf("%s query parameter %q", source, k)
 			if _, ok := optionByKey(k); !ok || k == "url" {
 				errs = append(errs, fmt.Errorf("%s: unknown setting; valid ones: %s", src, strings.TrimPrefix(optionKeys(), "url, ")))
+				continue
+			}
+			if k == "database" && path != "" && q.Get(k) != path {
+				errs = append(errs, fmt.Errorf("%s: database %q and the URL path's database %q: name it once", src, q.Get(k), path))
 				continue
 			}
 			set[k] = rawSetting{q.Get(k), src}

@@ -121,6 +121,21 @@ func TestInfluxConfigPrecedence(t *testing.T) {
 			wantErr: []string{`query parameter "maxretryinterval": unknown setting`, `retryInterval="15s" (from --out argument query parameter "retryInterval"): must not exceed maxRetryInterval (10s, from default)`},
 		},
 		{
+			name:    "port out of range",
+			arg:     "http://127.0.0.1:99999/k6",
+			wantErr: []string{"URL port 99999 is not a port (1 to 65535)"},
+		},
+		{
+			name:    "no host, a port only",
+			arg:     "http://:18086/k6",
+			wantErr: []string{"URL has no host"},
+		},
+		{
+			name:    "database in the path and the query",
+			arg:     "http://127.0.0.1:8086/k6?database=other",
+			wantErr: []string{`database "other" and the URL path's database "k6": name it once`},
+		},
+		{
 			name:    "unknown environment variable",
 			env:     map[string]string{"K6_REGIME_INFLUXDB_BATCHSIZE": "10"},
 			wantErr: []string{"unknown environment variable K6_REGIME_INFLUXDB_BATCHSIZE", "K6_REGIME_INFLUXDB_BATCH_SIZE"},

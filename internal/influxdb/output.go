@@ -30,7 +30,9 @@ package influxdb
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	influxhttp "github.com/influxdata/influxdb-client-go/v2/api/http"
 	"io"
 	"net"
 	"net/http"
@@ -230,6 +232,11 @@ func (o *Output) drainErrors(errs <-chan error) {
 	for err := range errs {
 		n := o.writeErrors.Add(1)
 		msg := o.cfg.redact(err.Error())
+		var he *influxhttp.Error
+		if errors.As(err, &he) && (he.StatusCode == http.StatusUnauthorized || he.StatusCode == http.StatusForbidden) {
+			msg += fmt.Sprintf(" (InfluxDB refused the credentials: check token, or username and password for InfluxDB 1.8, "+
+				"and that they may write to %s)", o.cfg.Bucket)
+		}
 		o.lastErr.Store(&msg)
 		if isPowerOf10(n) {
 			o.logger.Warnf("%s: write to %s failed (%d so far; the test goes on, points are retried, then dropped): %s",
