@@ -347,7 +347,7 @@ func (st *Scenario) latestSteadyStart(changed *endpointScope, t detector.Transit
 // st.mu.
 func (st *Scenario) notReachedWhy() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, " (%d iterations", st.iterations())
+	fmt.Fprintf(&b, " (%d iterations observed by the end of the test; k6 may count a few more after it", st.iterations())
 	var held []string
 	for _, sc := range st.scopeList {
 		if sc.name == "" || sc.det == nil || sc.det.Regime() == detector.Steady {
