@@ -323,6 +323,10 @@ func endpointLimitWarnings(s *results.Summary) []string {
 	return out
 }
 
+// maxTestIDLen is the longest testid saveResults takes: the folder's name
+// holds it with about 40 more bytes, within the 255 of a file name.
+const maxTestIDLen = 200
+
 // save writes a new run folder under opts.Dir (named by a run ID that
 // cannot collide, written complete or not at all: results.Run.Save) and
 // returns its path; end says how the run ended.
@@ -334,6 +338,12 @@ func (r *recorder) save(rs *RunState, end *results.RunEnd, opts saveOptions) (st
 		if err := results.CheckExtraFileName(name); err != nil {
 			return "", nil, fmt.Errorf("option 'files': %w", err)
 		}
+	}
+	if n := len(opts.TestID); n > maxTestIDLen {
+		// it is part of the folder's name (<UTC start>-<testid>-<8 hex>,
+		// and a hidden .partial- one while it is written): a name over 255
+		// bytes failed the save with "file name too long"
+		return "", nil, fmt.Errorf("option 'testid' is %d bytes long; at most %d (it is part of the results folder's name)", n, maxTestIDLen)
 	}
 	run, err := r.buildRun(rs, opts.TestID, time.Now())
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -125,6 +126,20 @@ func TestSaveResultsReservedNames(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, entries)
+}
+
+// TestSaveResultsLongTestID: a testid too long for the folder's name is
+// refused up front, naming the option and its limit; the longest allowed
+// saves.
+func TestSaveResultsLongTestID(t *testing.T) {
+	t.Parallel()
+	rs := endedRun(t)
+	dir := t.TempDir()
+	_, err := rs.SaveResults(saveJSON(`{"dir": %q, "testid": %q}`, dir, strings.Repeat("t", 201)))
+	require.ErrorContains(t, err, "option 'testid' is 201 bytes long; at most 200")
+	got, err := rs.SaveResults(saveJSON(`{"dir": %q, "testid": %q}`, dir, strings.Repeat("t", 200)))
+	require.NoError(t, err)
+	require.DirExists(t, got)
 }
 
 // TestSaveResultsSameSecondSameTestID: saves in the same second with the
