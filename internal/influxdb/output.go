@@ -293,6 +293,10 @@ func (o *Output) finish() {
 		// report has already given, is not written late
 		if !o.givenUp.Load() {
 			rep := o.run.SummaryReport()
+			if len(rep.Scenarios) == 0 {
+				o.logger.Warnf("%s: the run has no scenario the regime extension saw (does the script import k6/x/regime?): "+
+					"no transitions, windows or regime summaries to write", Name)
+			}
 			for _, p := range SummaryPoints(rep, o.Counts(), o.now()) {
 				if o.givenUp.Load() {
 					break
