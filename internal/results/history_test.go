@@ -91,21 +91,15 @@ func TestBuildHistory(t *testing.T) {
 // runs call loses its columns.
 func TestHistoryEndpointStoppedSettling(t *testing.T) {
 	t.Parallel()
-	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
 	f := func(v float64) *float64 { return &v }
-	var sums []*Summary
-	var dirs []string
-	for i := range 10 {
-		s := historyRun(string(rune('a'+i)), t0.Add(time.Duration(i)*time.Hour), 10, f(2000), "c")
+	sums, dirs := historyRuns(10, func(i int, s *Summary) {
 		if i >= 4 {
 			s.Scenarios["load"].Settled.Endpoints["claim"] = &Settled{Steady: false, Reason: "never reached"}
 		}
 		if i == 9 {
 			s.Scenarios["load"].Settled.Endpoints["rare"] = &Settled{Steady: true, TTSSMs: f(1000), Stats: &SettledStats{Count: 10, P50Ms: 1, P95Ms: 2, P99Ms: 3}}
 		}
-		sums = append(sums, s)
-		dirs = append(dirs, "runs/"+string(rune('a'+i)))
-	}
+	})
 	h, err := BuildHistory(sums, dirs, HistoryOptions{})
 	require.NoError(t, err)
 	require.Contains(t, h.Header, "load[claim].steady_p50_ms")
@@ -124,17 +118,10 @@ func TestHistoryEndpointStoppedSettling(t *testing.T) {
 // silently).
 func TestHistoryApproximateTails(t *testing.T) {
 	t.Parallel()
-	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
-	f := func(v float64) *float64 { return &v }
-	var sums []*Summary
-	var dirs []string
-	for i := range 3 {
-		s := historyRun(string(rune('a'+i)), t0.Add(time.Duration(i)*time.Hour), 10, f(2000), "c")
+	sums, dirs := historyRuns(3, func(_ int, s *Summary) {
 		s.Scenarios["load"].Settled.Approximate = true
 		s.Scenarios["load"].Settled.Endpoints = nil
-		sums = append(sums, s)
-		dirs = append(dirs, "runs/"+string(rune('a'+i)))
-	}
+	})
 	h, err := BuildHistory(sums, dirs, HistoryOptions{})
 	require.NoError(t, err)
 	require.Contains(t, h.Header, "load.steady_p50_ms")
@@ -149,22 +136,31 @@ func TestHistoryApproximateTails(t *testing.T) {
 // settles in any run (the kit's probe).
 func TestHistoryMissingWhy(t *testing.T) {
 	t.Parallel()
-	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
-	f := func(v float64) *float64 { return &v }
-	var sums []*Summary
-	var dirs []string
-	for i := range 3 {
-		s := historyRun(string(rune('a'+i)), t0.Add(time.Duration(i)*time.Hour), 10, f(2000), "c")
+	sums, dirs := historyRuns(3, func(i int, s *Summary) {
 		s.Scenarios["probe"] = &Scenario{Settled: &Settled{Reason: "too short to judge"}}
 		if i == 2 {
 			s.Scenarios["load"].Settled = &Settled{Reason: "the level drifts by +60%"}
 		}
-		sums = append(sums, s)
-		dirs = append(dirs, "runs/"+string(rune('a'+i)))
-	}
+	})
 	h, err := BuildHistory(sums, dirs, HistoryOptions{})
 	require.NoError(t, err)
 	require.Len(t, h.Skipped, 1)
 	require.Contains(t, h.Skipped[0], "(load: the level drifts by +60%)")
 	require.NotContains(t, h.Skipped[0], "probe")
+}
+
+// historyRuns makes n runs an hour apart (historyRun's, settled at 2 s),
+// each changed by edit, and their folder names.
+func historyRuns(n int, edit func(i int, s *Summary)) ([]*Summary, []string) {
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	ttss := 2000.0
+	var sums []*Summary
+	var dirs []string
+	for i := range n {
+		s := historyRun(string(rune('a'+i)), t0.Add(time.Duration(i)*time.Hour), 10, &ttss, "c")
+		edit(i, s)
+		sums = append(sums, s)
+		dirs = append(dirs, "runs/"+string(rune('a'+i)))
+	}
+	return sums, dirs
 }
