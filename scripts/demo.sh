@@ -17,7 +17,11 @@ log=$(mktemp -t demo-service.XXXXXX.log)
 # load that process instead
 for a in "DEMO_HTTP_ADDR=$HTTP_ADDR" "DEMO_GRPC_ADDR=$GRPC_ADDR_"; do
   hp=${a#*=}
-  if (exec 3<>"/dev/tcp/${hp%:*}/${hp##*:}") 2>/dev/null; then
+  host=${hp%:*}
+  host=${host#[}
+  host=${host%]}
+  # an empty host listens on every address: 127.0.0.1 is one of them
+  if timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "${host:-127.0.0.1}" "${hp##*:}" 2>/dev/null; then
     echo "demo: ${hp} is in use by another process; free it, or set ${a%%=*} to a free 127.0.0.1 port"
     exit 1
   fi

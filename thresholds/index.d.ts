@@ -23,7 +23,8 @@ export interface SteadyOptions {
 
 /**
  * Scope thresholds to steady samples of the phases, guard each budget with a count>0 of its counter (a Trend
- * budget of a metric with no counter: max>0 on its own sub-metric, as k6 takes no count on a Trend), and add the steady gate. Two spellings of one sub-metric
+ * budget of a metric with no counter: max>0 on its own sub-metric, as k6 takes no count on a Trend, which fails a Trend
+ * whose every value is 0 or less, such as a perfect CLS: give such a metric a counter), and add the steady gate. Two spellings of one sub-metric
  * keep both budgets. Throws on unknown phases or scenarios (in the options, or a scenario or phase tag in a key
  * outside the phases judged), and when no scenario is gated (unless gate is false).
  */

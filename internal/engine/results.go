@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/xk6-regime/xk6-regime/detector"
 	"github.com/xk6-regime/xk6-regime/internal/latency"
@@ -339,11 +340,11 @@ func (r *recorder) save(rs *RunState, end *results.RunEnd, opts saveOptions) (st
 			return "", nil, fmt.Errorf("option 'files': %w", err)
 		}
 	}
-	if n := len(opts.TestID); n > maxTestIDLen {
+	if n := utf8.RuneCountInString(opts.TestID); n > maxTestIDLen {
 		// it is part of the folder's name (<UTC start>-<testid>-<8 hex>,
 		// and a hidden .partial- one while it is written): a name over 255
 		// bytes failed the save with "file name too long"
-		return "", nil, fmt.Errorf("option 'testid' is %d bytes long; at most %d (it is part of the results folder's name)", n, maxTestIDLen)
+		return "", nil, fmt.Errorf("option 'testid' is %d characters long; at most %d (it is part of the results folder's name, each character one byte there)", n, maxTestIDLen)
 	}
 	run, err := r.buildRun(rs, opts.TestID, time.Now())
 	if err != nil {

@@ -405,8 +405,8 @@ func (e *runEnd) onExit(runErr error) {
 		}
 	}
 	if len(saved) == 0 && failed == nil && e.summaryOff.Load() {
-		e.logger.Warn("regime: k6 ran no handleSummary (--summary-mode=disabled), so regime.saveResults() and " +
-			"regime.textSummary() did not run: no results folder was written")
+		e.logger.Warn("regime: k6 ran no handleSummary (--summary-mode=disabled): a regime.saveResults() or " +
+			"regime.textSummary() there did not run, and no results folder was written")
 	}
 	for _, h := range hooks {
 		h()

@@ -362,7 +362,12 @@ func (o *Output) report(timedOut bool) {
 		msg += fmt.Sprintf("; gave up waiting after stopTimeout %s: the last writes and the run's summary points may be missing", o.cfg.StopTimeout)
 	}
 	if n := c.WriteErrors; n > 0 {
-		msg += fmt.Sprintf("; %d write errors, last: %s", n, *o.lastErr.Load())
+		// the error goroutine counts an error before it stores it
+		last := "(not yet recorded)"
+		if p := o.lastErr.Load(); p != nil {
+			last = *p
+		}
+		msg += fmt.Sprintf("; %d write errors, last: %s", n, last)
 	}
 	o.logger.Warn(o.cfg.redact(msg))
 }

@@ -24,6 +24,9 @@ func withSettled(steady, partial bool) func(s *results.Summary) {
 			v = &results.Settled{Class: "no-steady-state", Reason: "the level drifts by +60%"}
 		}
 		s.Scenarios["load"].Settled = v
+		if partial {
+			s.End = &results.RunEnd{Status: results.EndInterrupted, Signal: "SIGINT"}
+		}
 	}
 }
 
@@ -57,8 +60,8 @@ func TestGateCommand(t *testing.T) {
 		{"error rate", []string{"gate", ok, "--budget", "error_rate<0.1%"}, 99, []string{"FAIL load settled error_rate = 0.2%"}},
 		{"endpoint", []string{"gate", ok, "--scenario", "load", "--endpoint", "get", "--budget", "p95<20ms"}, 99, []string{"FAIL load/get settled p95 = 30.000 ms"}},
 		{"no steady state", []string{"gate", unsettled, "--budget", "p95<1s"}, 99, []string{"FAIL load: no settled steady state (the level drifts by +60%)"}},
-		{"partial", []string{"gate", partial, "--budget", "p95<1s"}, 99, []string{"FAIL load: partial (run interrupted)", "--allow-incomplete"}},
-		{"partial allowed", []string{"gate", partial, "--budget", "p95<1s", "--allow-incomplete"}, 0, []string{"NOTE load: partial (run interrupted)"}},
+		{"partial", []string{"gate", partial, "--budget", "p95<1s"}, 99, []string{"FAIL the run did not complete (interrupted by signal SIGINT", "--allow-incomplete"}},
+		{"partial allowed", []string{"gate", partial, "--budget", "p95<1s", "--allow-incomplete"}, 0, []string{"NOTE the run did not complete", "NOTE load: partial (run interrupted)"}},
 		{"missing folder", []string{"gate", filepath.Join(t.TempDir(), "nope"), "--budget", "p95<1s"}, 2, []string{"nope"}},
 		{"old summary", []string{"gate", old, "--budget", "p95<1s"}, 2, []string{"written before the settled view existed", "scenarios.load.settled"}},
 		{"unknown metric", []string{"gate", ok, "--budget", "p97<1s"}, 2, []string{`unknown metric "p97"`, "metrics: p50, p90"}},

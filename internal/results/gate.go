@@ -108,16 +108,20 @@ type GateResult struct {
 	// Unsettled lists the judged views without a settled steady state, with
 	// the reason: each fails the gate.
 	Unsettled []string
-	// Partial lists the judged views of runs cut short: each fails the gate
-	// unless AllowPartial (a run cut short did not run the whole load).
-	Partial      []string
+	// Partial lists the judged views that the settled view marked partial
+	// (the run seen cut short at handleSummary): a note.
+	Partial []string
+	// Incomplete says how the run ended when it did not complete (summary
+	// .json's end, as compare and history read it): the gate fails unless
+	// AllowPartial (a run cut short did not run the whole load).
+	Incomplete   string
 	AllowPartial bool
 }
 
 // Passed says whether every budget held on every judged view and each had
 // a settled steady state.
 func (g *GateResult) Passed() bool {
-	if len(g.Unsettled) > 0 || len(g.Verdicts) == 0 || (len(g.Partial) > 0 && !g.AllowPartial) {
+	if len(g.Unsettled) > 0 || len(g.Verdicts) == 0 || (g.Incomplete != "" && !g.AllowPartial) {
 		return false
 	}
 	for _, v := range g.Verdicts {
@@ -151,6 +155,9 @@ func JudgeSettled(s *Summary, rules []LimitRule, scenarios []string, endpoint st
 		return nil, errors.New("--endpoint needs --scenario")
 	}
 	res := &GateResult{}
+	if !s.Completed() {
+		res.Incomplete = s.EndText()
+	}
 	for _, name := range names {
 		sc := s.Scenarios[name]
 		v := sc.Settled
@@ -291,12 +298,15 @@ func compareLimit(v float64, op string, limit float64) bool {
 // Text is the gate's report: one line per view and budget, then the verdict.
 func (g *GateResult) Text() string {
 	var b strings.Builder
-	for _, p := range g.Partial {
+	if g.Incomplete != "" {
 		if g.AllowPartial {
-			fmt.Fprintf(&b, "NOTE %s: partial (run interrupted): the settled view of what the run saw\n", p)
+			fmt.Fprintf(&b, "NOTE the run did not complete (%s): judged on what it ran\n", g.Incomplete)
 		} else {
-			fmt.Fprintf(&b, "FAIL %s: partial (run interrupted): a run cut short did not run the whole load; --allow-incomplete judges what it saw\n", p)
+			fmt.Fprintf(&b, "FAIL the run did not complete (%s): a run cut short did not run the whole load; --allow-incomplete judges what it ran\n", g.Incomplete)
 		}
+	}
+	for _, p := range g.Partial {
+		fmt.Fprintf(&b, "NOTE %s: partial (run interrupted): the settled view of what the run saw\n", p)
 	}
 	for _, u := range g.Unsettled {
 		fmt.Fprintf(&b, "FAIL %s\n", u)

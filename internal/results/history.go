@@ -298,10 +298,23 @@ func historyColumns(scopes []historyScope, sums []*Summary, order []int) ([]stri
 // scenarios whose columns (S. or S[E].) are among those missing.
 func missingWhy(s *Summary, missing []string) string {
 	var why []string
+	// a column's scenario: the longest name it starts with (S. or S[),
+	// so that api.v2's columns are not api's
+	owner := func(col string) string {
+		best := ""
+		for name := range s.Scenarios {
+			if len(name) > len(best) && (strings.HasPrefix(col, name+".") || strings.HasPrefix(col, name+"[")) {
+				best = name
+			}
+		}
+		return best
+	}
+	lacking := map[string]bool{}
+	for _, col := range missing {
+		lacking[owner(col)] = true
+	}
 	for _, name := range slices.Sorted(maps.Keys(s.Scenarios)) {
-		if !slices.ContainsFunc(missing, func(col string) bool {
-			return strings.HasPrefix(col, name+".") || strings.HasPrefix(col, name+"[")
-		}) {
+		if !lacking[name] {
 			continue
 		}
 		if st := s.Scenarios[name].Settled; st != nil && !st.Steady && st.Reason != "" {

@@ -164,3 +164,15 @@ func historyRuns(n int, edit func(i int, s *Summary)) ([]*Summary, []string) {
 	}
 	return sums, dirs
 }
+
+// TestMissingWhyOwner: a column is its longest-named scenario's (api.v2's
+// columns are not api's).
+func TestMissingWhyOwner(t *testing.T) {
+	t.Parallel()
+	s := &Summary{Scenarios: map[string]*Scenario{
+		"api":    {Settled: &Settled{Reason: "too short"}},
+		"api.v2": {Settled: &Settled{Reason: "drifts"}},
+	}}
+	require.Equal(t, " (api.v2: drifts)", missingWhy(s, []string{"api.v2.steady_p50_ms"}))
+	require.Equal(t, " (api: too short)", missingWhy(s, []string{"api[get].steady_p50_ms"}))
+}

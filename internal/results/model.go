@@ -585,7 +585,6 @@ func (s *Summary) EndText() string {
 	return b.String()
 }
 
-// SortedScenarios lists the scenario names in order.
 // OnlyScenarios returns a shallow copy of s that keeps the scenarios named
 // (and their request rows) only: what compare --scenario judges. A name s
 // does not have is left out; the caller checks the names.
@@ -610,6 +609,7 @@ func (s *Summary) OnlyScenarios(names []string) *Summary {
 	return &c
 }
 
+// SortedScenarios lists the scenario names in order.
 func (s *Summary) SortedScenarios() []string {
 	names := make([]string, 0, len(s.Scenarios))
 	for n := range s.Scenarios {
