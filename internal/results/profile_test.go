@@ -300,11 +300,7 @@ func TestWelchEndSparseBlocks(t *testing.T) {
 // of its own time.
 func TestProfileEndpointOrigin(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(3, 4))
-	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
-	var in []ProfileInput
-	for i := range 5 {
-		r := profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 60, 8, 0.05)
+	in := profileRuns(3, 5, 8, func(_ int, r *ProfileInput, rng *rand.Rand) {
 		base := float64(r.Summary.Started.UnixMilli())
 		late := profileRun(rng, "x", r.Summary.Started, 40, 10, 0.05)
 		for _, w := range late.Windows {
@@ -315,8 +311,7 @@ func TestProfileEndpointOrigin(t *testing.T) {
 		}
 		at := base + 30000 // settled 10 s after its first call
 		r.Summary.Scenarios["load"].Settled.Endpoints = map[string]*Settled{"late": {Steady: true, AtMs: at}}
-		in = append(in, r)
-	}
+	})
 	p, err := BuildProfile(in, ProfileOptions{RateTolerance: 0.2})
 	require.NoError(t, err)
 	sc := p.Scope("load", "late")
@@ -336,16 +331,11 @@ func TestProfileEndpointOrigin(t *testing.T) {
 // (profiled()'s p99 guard then fails, see regime_profile_checks).
 func TestProfileApproximateTails(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(5, 6))
-	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
-	var in []ProfileInput
-	for i := range 4 {
-		r := profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 60, 8, 0.05)
+	in := profileRuns(5, 4, 8, func(i int, r *ProfileInput, _ *rand.Rand) {
 		st := r.Summary.Scenarios["load"].Settled
 		st.Stats = &SettledStats{Count: 5000, P50Ms: 5, P99Ms: 9}
 		st.Approximate = i > 0 // one run with a true tail
-		in = append(in, r)
-	}
+	})
 	p, err := BuildProfile(in, ProfileOptions{RateTolerance: 0.2})
 	require.NoError(t, err)
 	sc := p.Scope("load", "")
@@ -363,4 +353,19 @@ func TestProfileApproximateTails(t *testing.T) {
 	for _, c := range p.CheckSettled("load", &Settled{Steady: true, TTSSMs: &ttss, Stats: &SettledStats{Count: 5000, P50Ms: 5, P99Ms: 30}}) {
 		require.NotEqual(t, CheckP99, c.Figure, "no p99 check against a profile without one")
 	}
+}
+
+// profileRuns makes n of profileRun's 60-s runs a minute apart (warm-up
+// warmS, waves of 5%), from a generator seeded with seed, each changed by
+// edit (given the same generator).
+func profileRuns(seed uint64, n int, warmS float64, edit func(i int, r *ProfileInput, rng *rand.Rand)) []ProfileInput {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	in := make([]ProfileInput, 0, n)
+	for i := range n {
+		r := profileRun(rng, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Minute), 60, warmS, 0.05)
+		edit(i, &r, rng)
+		in = append(in, r)
+	}
+	return in
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/xk6-regime/xk6-regime/test/testbin"
 )
 
 const hangScript = `
@@ -69,8 +70,8 @@ func TestResultsBeforeAHangingInflux(t *testing.T) {
 		"--out", "xk6-regime-influxdb=http://"+ln.Addr().String()+"/k6?stopTimeout=60s&timeout=30s", "script.js")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "K6_NO_USAGE_REPORT=true", "BASE_URL="+srv.URL, "OUT="+out)
-	// read while k6 writes it: a locked buffer
-	stderr := &lockedBuffer{}
+	// read while k6 writes it
+	stderr := &testbin.Buffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})
@@ -132,22 +133,4 @@ func TestResultsBeforeAHangingInflux(t *testing.T) {
 	<-exited
 	_, err = os.Stat(summary)
 	require.NoError(t, err)
-}
-
-// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
