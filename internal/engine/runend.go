@@ -61,9 +61,9 @@ type runEnd struct {
 	failed error
 	// hooked: subscribed to k6's Exit event; atExit are the functions run
 	// at it, after the folders are updated (outputs that finish there, after
-	// handleSummary); final is how the run ended, decided there.
+	// handleSummary); final is how the run ended, decided there (set: Exit
+	// has passed).
 	hooked bool
-	exited bool
 	atExit []func()
 	final  *results.RunEnd
 
@@ -189,7 +189,7 @@ func (e *runEnd) noteExecution(es *lib.ExecutionState) {
 func (e *runEnd) addExitHook(f func()) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.hooked || e.exited {
+	if !e.hooked || e.final != nil {
 		return false
 	}
 	e.atExit = append(e.atExit, f)
@@ -388,7 +388,7 @@ func (e *runEnd) onExit(runErr error) {
 	end := decideEnd(f)
 	e.mu.Lock()
 	final := *end
-	e.final, e.exited = &final, true
+	e.final = &final
 	hooks := e.atExit
 	e.atExit = nil
 	e.mu.Unlock()
